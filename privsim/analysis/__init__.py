@@ -1,0 +1,1 @@
+"""Metrics, privacy accounting, threat analysis and reports."""

@@ -1,0 +1,84 @@
+"""Human-readable report of a run result (the same figures as the JSON result file)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["format_report"]
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000.0
+    return f"{n:.1f} GB"
+
+
+def _eps(value: Any) -> str:
+    return "inf (no protection)" if value == "inf" else f"{value:.4g}"
+
+
+def format_report(result: dict[str, Any]) -> str:
+    """A compact multi-line summary of :meth:`privsim.runner.RunResult.to_dict`."""
+    sc = result["scenario"]
+    pop, priv = sc["population"], result["privacy"]
+    parties = result["parties"]
+    lines = [
+        f"privsim {result['privsim_version']} — scenario '{result['scenario_name']}', "
+        f"protocol {result['protocol']}, seed {result['seed']}",
+        f"  {pop['clients']} clients, {pop['compute_nodes']} compute nodes, d = {sc['data']['dimension']}, "
+        f"encryption {sc['network']['encryption']}",
+    ]
+    if result["status"] == "released":
+        acc = result["accuracy"]
+        lines.append(
+            f"Result      released: sum of {parties['included']} of {parties['clients']} clients"
+        )
+        line = f"Accuracy    RMSE {acc['rmse']:.4g} per coordinate vs true sum of included clients"
+        base = result.get("baseline")
+        if base and base.get("accuracy"):
+            ratio = acc["rmse"] / base["accuracy"]["rmse"] if base["accuracy"]["rmse"] else float("nan")
+            line += f" (trusted aggregator {base['accuracy']['rmse']:.4g}; ratio {ratio:.3f})"
+        lines.append(line)
+        lines.append(
+            f"            RMSE {acc['rmse_vs_all_clients']:.4g} vs true sum of all clients; "
+            f"relative L2 error {acc['relative_l2_error']:.3%}"
+        )
+    else:
+        lines.append(f"Result      ABORTED ({result['abort']['reason']}): {result['abort']['detail']}")
+    met = "met" if priv["guarantee_met"] else "NOT met"
+    lines.append(
+        f"Privacy     achieved (eps, delta) = ({_eps(priv['achieved_epsilon'])}, {priv['delta']:g}) "
+        f"against the realised coalition; target eps = {priv['target_epsilon']:g}: {met}"
+    )
+    lines.append(
+        f"            calibration {priv['calibration']}, sigma_std = {priv['sigma_std']:.4g}, "
+        f"per-client sigma = {priv['client_noise_std']:.4g}, L2 sensitivity {priv['sensitivity_l2']:g}"
+    )
+    lines.append(
+        f"Parties     absent {len(parties['absent'])}, crashed {len(parties['crashed'])}, "
+        f"excluded from the sum {len(parties['excluded'])}, colluding {len(parties['colluding'])}"
+    )
+    comm = result["communication"]
+    lines.append(
+        f"Traffic     {comm['messages']} messages, {_bytes(comm['bytes'])}, {comm['rounds']} rounds; "
+        + ", ".join(f"{k} {v}" for k, v in comm["by_status"].items())
+    )
+    lines.append(f"  {'role':<11}{'parties':>8}{'sent msgs':>16}{'sent bytes':>22}{'recv msgs':>16}{'recv bytes':>22}")
+    for role, rc in comm["roles"].items():
+        lines.append(
+            f"  {role:<11}{rc['parties']:>8}"
+            f"{rc['messages_sent_mean']:>9.1f} /{rc['messages_sent_max']:>5}"
+            f"{_bytes(rc['bytes_sent_mean']):>12} /{_bytes(rc['bytes_sent_max']):>9}"
+            f"{rc['messages_received_mean']:>9.1f} /{rc['messages_received_max']:>5}"
+            f"{_bytes(rc['bytes_received_mean']):>12} /{_bytes(rc['bytes_received_max']):>9}"
+        )
+    lines.append("  (mean / max per party)")
+    duration = result["duration"]
+    lines.append(
+        "Time        simulated protocol duration "
+        + (f"{duration:.4g} s" if duration is not None else "n/a (output party did not finish)")
+        + f"; wall {result['wall_seconds']:.2f} s (key agreement {result['key_agreement_seconds']:.2f} s)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Protocols written as agent behaviours, with their maths in pure functions."""

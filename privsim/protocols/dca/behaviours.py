@@ -1,0 +1,133 @@
+"""DCA roles as agent behaviours: client, compute node, aggregator (Algorithm 1, §3.1.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from privsim.protocols.dca.maths import decode_fixed, encode_fixed, split_additive
+from privsim.protocols.dca.messages import NodeAbort, NodeSum, ReceivedSet, Share
+from privsim.protocols.outcome import AbortReason, SumOutcome
+from privsim.sim.agent import Agent, Behaviour
+
+__all__ = ["DcaPlan", "aggregator", "client", "compute_node"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DcaPlan:
+    """Public parameters every party knows.
+
+    ``tolerated`` is T, the number of dropped-or-colluding clients the noise is scaled
+    for (Theorem 1): larger T costs accuracy (each client adds more noise) and buys
+    robustness. The timeouts trade latency against the number of stragglers cut off.
+    """
+
+    clients: tuple[str, ...]
+    nodes: tuple[str, ...]
+    aggregator: str
+    dimension: int
+    client_noise_std: float
+    fraction_bits: int
+    tolerated: int
+    share_timeout: float
+    agreement_timeout: float
+    sum_timeout: float
+    release_beyond_tolerance: bool = False
+    client_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "client_index", {c: i for i, c in enumerate(self.clients)})
+
+
+def client(agent: Agent, z: npt.NDArray[np.float64], plan: DcaPlan) -> Behaviour:
+    """Steps 1–2: add η_i ~ N(0, σ²_client I), encode, split into M shares, send share k to node k."""
+    agent.remember("input", z)
+    noise = agent.rng("noise").normal(0.0, plan.client_noise_std, size=z.shape)
+    agent.remember("noise", noise)
+    encoded = encode_fixed(z + noise, plan.fraction_bits)
+    shares = split_additive(encoded, len(plan.nodes), agent.rng("shares"))
+    for node, share in zip(plan.nodes, shares, strict=True):
+        agent.send(node, Share(values=share))
+    yield from ()
+
+
+def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
+    """Step 3 with fault tolerance: collect shares until the deadline, agree with the
+    other nodes on the clients every node received, send the sum over that set."""
+    n = len(plan.clients)
+    received: dict[int, npt.NDArray[np.uint64]] = {}
+    deadline = agent.now + plan.share_timeout
+    while len(received) < n:
+        delivery = yield from agent.receive(Share, deadline=deadline)
+        if delivery is None:
+            break
+        i = plan.client_index.get(delivery.src)
+        if i is not None and i not in received:
+            received[i] = delivery.message.values
+
+    mine = np.zeros(n, dtype=bool)
+    mine[list(received)] = True
+    peers = [p for p in plan.nodes if p != agent.id]
+    for peer in peers:
+        agent.send(peer, ReceivedSet(clients=np.packbits(mine)))
+    agreed = mine.copy()
+    heard: set[str] = set()
+    deadline = agent.now + plan.agreement_timeout
+    while len(heard) < len(peers):
+        delivery = yield from agent.receive(ReceivedSet, deadline=deadline)
+        if delivery is None:
+            break
+        if delivery.src in peers and delivery.src not in heard:
+            heard.add(delivery.src)
+            agreed &= np.unpackbits(delivery.message.clients, count=n).astype(bool)
+    if len(heard) < len(peers):
+        missing = sorted(set(peers) - heard)
+        agent.send(
+            plan.aggregator,
+            NodeAbort(reason=AbortReason.AGREEMENT_INCOMPLETE, detail=f"no received-set from {missing}"),
+        )
+        return
+
+    dropped = n - int(agreed.sum())
+    if dropped > plan.tolerated and not plan.release_beyond_tolerance:
+        agent.send(
+            plan.aggregator,
+            NodeAbort(
+                reason=AbortReason.TOO_MANY_DROPOUTS,
+                detail=f"{dropped} of {n} clients missing, more than the tolerated T = {plan.tolerated}",
+            ),
+        )
+        return
+    total = np.zeros(plan.dimension, dtype=np.uint64)
+    for i in np.flatnonzero(agreed):
+        total += received[int(i)]
+    agent.send(plan.aggregator, NodeSum(values=total, included=np.packbits(agreed)))
+
+
+def aggregator(agent: Agent, plan: DcaPlan) -> Behaviour:
+    """Final step: Σ_k q_k = Σ_{i ∈ agreed} (z_i + η_i), decoded from fixed point."""
+    n = len(plan.clients)
+    deadline = agent.now + plan.share_timeout + plan.agreement_timeout + plan.sum_timeout
+    sums: dict[str, NodeSum] = {}
+    while len(sums) < len(plan.nodes):
+        delivery = yield from agent.receive(NodeSum, NodeAbort, deadline=deadline)
+        if delivery is None:
+            missing = sorted(set(plan.nodes) - set(sums))
+            return SumOutcome.aborted(AbortReason.SUMS_MISSING, f"no sum from {missing}")
+        if delivery.src not in plan.nodes or delivery.src in sums:
+            continue
+        msg = delivery.message
+        if isinstance(msg, NodeAbort):
+            return SumOutcome.aborted(AbortReason(msg.reason), f"{delivery.src}: {msg.detail}")
+        assert isinstance(msg, NodeSum)
+        sums[delivery.src] = msg
+    masks = [np.unpackbits(s.included, count=n).astype(bool) for s in sums.values()]
+    if any(not np.array_equal(masks[0], m) for m in masks[1:]):
+        return SumOutcome.aborted(AbortReason.NODES_DISAGREE, "compute nodes summed different sets")
+    total = np.zeros(plan.dimension, dtype=np.uint64)
+    for s in sums.values():
+        total += s.values
+    return SumOutcome(released=decode_fixed(total, plan.fraction_bits), included=masks[0])

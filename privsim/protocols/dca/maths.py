@@ -1,0 +1,95 @@
+"""Pure maths of DCA: fixed-point encoding, additive secret sharing, noise scaling.
+
+No SimPy here; every function takes arrays (and a ``numpy.random.Generator``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "FixedPointRangeError",
+    "client_noise_std",
+    "decode_fixed",
+    "encode_fixed",
+    "fixed_point_bound",
+    "reconstruct",
+    "split_additive",
+]
+
+U64 = npt.NDArray[np.uint64]
+F64 = npt.NDArray[np.float64]
+
+
+class FixedPointRangeError(ValueError):
+    """A value does not fit the fixed-point representation."""
+
+
+def fixed_point_bound(fraction_bits: int) -> float:
+    """Largest magnitude (exclusive) representable with ``fraction_bits`` in signed 64 bits."""
+    if not 0 <= fraction_bits <= 62:
+        raise ValueError(f"fraction_bits must be in [0, 62], got {fraction_bits}")
+    return float(2 ** (63 - fraction_bits))
+
+
+def encode_fixed(x: npt.ArrayLike, fraction_bits: int) -> U64:
+    """Round ``x * 2^f`` to the nearest integer and map it into Z_{2^64} (two's complement).
+
+    Raises :class:`FixedPointRangeError` naming the bound if any |x| ≥ 2^(63−f).
+    """
+    arr = np.asarray(x, dtype=np.float64)
+    bound = fixed_point_bound(fraction_bits)
+    if not np.all(np.isfinite(arr)):
+        raise FixedPointRangeError("fixed-point encoding got a NaN or infinite value")
+    peak = float(np.max(np.abs(arr))) if arr.size else 0.0
+    if peak >= bound:
+        raise FixedPointRangeError(
+            f"value {peak:.6g} is outside the fixed-point range (-{bound:.6g}, {bound:.6g}) "
+            f"= ±2^{63 - fraction_bits} for fraction_bits = {fraction_bits}; lower fraction_bits "
+            "or scale the data down"
+        )
+    scaled = np.rint(arr * float(2**fraction_bits))
+    return scaled.astype(np.int64).view(np.uint64)
+
+
+def decode_fixed(u: npt.ArrayLike, fraction_bits: int) -> F64:
+    """Inverse of :func:`encode_fixed` for a (possibly summed) element of Z_{2^64}."""
+    arr = np.asarray(u, dtype=np.uint64)
+    return arr.view(np.int64).astype(np.float64) / float(2**fraction_bits)
+
+
+def split_additive(x: U64, n_shares: int, rng: np.random.Generator) -> U64:
+    """Algorithm 1, steps 1–2: ``n_shares`` vectors uniform in Z_{2^64}^d summing to ``x``.
+
+    With r_1 … r_{M−1} uniform and r_M = −Σ_{k<M} r_k, the messages are
+    m_1 = x + r_1 and m_k = r_k (k ≥ 2); any M − 1 of them are jointly uniform.
+    Returns an array of shape ``(n_shares, *x.shape)``.
+    """
+    if n_shares < 1:
+        raise ValueError(f"n_shares must be >= 1, got {n_shares}")
+    x = np.asarray(x, dtype=np.uint64)
+    shares = np.empty((n_shares, *x.shape), dtype=np.uint64)
+    if n_shares == 1:
+        shares[0] = x
+        return shares
+    r = rng.bit_generator.random_raw(size=(n_shares - 1, *x.shape)).astype(np.uint64, copy=False)
+    shares[0] = x + r[0]
+    shares[1:-1] = r[1:]
+    shares[-1] = np.uint64(0) - r.sum(axis=0, dtype=np.uint64)
+    return shares
+
+
+def reconstruct(shares: U64) -> U64:
+    """Sum of shares in Z_{2^64} (exact: unsigned arithmetic wraps modulo 2^64)."""
+    return np.asarray(shares, dtype=np.uint64).sum(axis=0, dtype=np.uint64)
+
+
+def client_noise_std(sigma_std: float, n_clients: int, tolerated: int) -> float:
+    """Theorem 1: each client's noise std σ_std / sqrt(N − T − 1), so that any N − T − 1
+    honest contributions together carry the trusted-aggregator variance σ²_std."""
+    if n_clients - tolerated - 1 <= 0:
+        raise ValueError(f"need N - T - 1 > 0, got N = {n_clients}, T = {tolerated}")
+    return sigma_std / math.sqrt(n_clients - tolerated - 1)

@@ -1,0 +1,46 @@
+"""DCA messages, one per step of Algorithm 1 and of the fault-tolerance agreement (§3.1.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from privsim.sim.messages import Message, message
+
+__all__ = ["NodeAbort", "NodeSum", "ReceivedSet", "Share"]
+
+
+@message
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Share(Message):
+    """Client i -> compute node k: one additive share m_{i,k} in Z_{2^64}^d (step 2)."""
+
+    values: npt.NDArray[np.uint64]
+
+
+@message
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReceivedSet(Message):
+    """Compute node -> every other node: the clients whose share it received (bit-packed)."""
+
+    clients: npt.NDArray[np.uint8]
+
+
+@message
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeSum(Message):
+    """Compute node k -> aggregator: q_k = Σ_{i ∈ agreed} m_{i,k}, with the agreed set (step 3)."""
+
+    values: npt.NDArray[np.uint64]
+    included: npt.NDArray[np.uint8]
+
+
+@message
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeAbort(Message):
+    """Compute node -> aggregator: the node will not release a sum, and why."""
+
+    reason: str
+    detail: str

@@ -1,0 +1,327 @@
+"""Running a scenario: ``run(scenario, seed) -> RunResult``, a pure function of its inputs.
+
+:func:`simulate` builds one world for one protocol and returns it with the outcome (for
+tests and analyses that want the trace or the coalition view); :func:`run` simulates the
+scenario's protocol, and the trusted-aggregator baseline on the same data when asked,
+and summarises both into a JSON-ready :class:`RunResult`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import dp_accounting
+import numpy as np
+import numpy.typing as npt
+
+from privsim import __version__
+from privsim.analysis.calibration import gaussian_sigma
+from privsim.analysis.cost import CostReport, communication_cost
+from privsim.analysis.ledger import PrivacyLedger
+from privsim.data.synthetic import clip_l2, gaussian_vectors
+from privsim.protocols import trusted_aggregator as ta
+from privsim.protocols.dca import behaviours as dca
+from privsim.protocols.dca.maths import client_noise_std, fixed_point_bound
+from privsim.protocols.outcome import AbortReason, SumOutcome
+from privsim.scenarios.schema import Scenario
+from privsim.sim.coalition import CoalitionSpec
+from privsim.sim.network import CompleteTopology, GraphTopology, NetworkModel, Topology, star_topology
+from privsim.sim.streams import Streams
+from privsim.sim.world import World
+
+__all__ = ["OUTPUT_PARTY", "RunResult", "Simulation", "run", "simulate"]
+
+#: The party that receives the released sum, in every protocol.
+OUTPUT_PARTY = "aggregator"
+MECHANISM = "secure-sum"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Simulation:
+    """One simulated protocol run with everything needed to analyse it."""
+
+    scenario: Scenario
+    seed: int
+    protocol: str
+    world: World
+    outcome: SumOutcome
+    data: npt.NDArray[np.float64]
+    clients: tuple[str, ...]
+    ledger: PrivacyLedger
+    sensitivity: float
+    sigma_std: float
+    client_noise_std: float
+    wall_seconds: float
+
+    @property
+    def true_sum(self) -> npt.NDArray[np.float64]:
+        """Σ z_i over every client (the target without dropouts)."""
+        return np.asarray(self.data.sum(axis=0))
+
+    def included_sum(self) -> npt.NDArray[np.float64] | None:
+        """Σ z_i over the clients the protocol included (the target it actually estimates)."""
+        if self.outcome.included is None:
+            return None
+        return np.asarray(self.data[self.outcome.included].sum(axis=0))
+
+
+def _sensitivity(scenario: Scenario) -> float:
+    """L2 sensitivity of Σ z_i with ||z_i|| <= C: 2C for replace-one, C for add/remove."""
+    c = scenario.data.clip_norm
+    return 2.0 * c if scenario.privacy.neighbour == "replace_one" else c
+
+
+def _topology(scenario: Scenario, parties: list[str]) -> Topology:
+    net = scenario.network
+    if net.topology == "complete":
+        return CompleteTopology()
+    if net.topology == "star":
+        return star_topology(net.star_center, parties)
+    import networkx as nx
+
+    graph = nx.Graph()
+    graph.add_nodes_from(parties)
+    graph.add_edges_from(net.edges)
+    return GraphTopology(graph)
+
+
+def _realised_event(sim_protocol: str, outcome: SumOutcome, world: World, clients: tuple[str, ...],
+                    nodes: tuple[str, ...], noise_std: float, sigma_std: float,
+                    sensitivity: float) -> dp_accounting.DpEvent:
+    """What the release actually was against the realised coalition.
+
+    DCA: only honest included clients' noise protects; following Theorem 1's count of
+    N − T − 1, one honest contribution (the target's own) is not credited, so the
+    effective σ² is (H − 1) σ²_client for H honest included clients. If every compute
+    node colludes the coalition sees all inputs in the clear: no DP at all.
+    Trusted aggregator: σ_std, or nothing if the curator colludes.
+    """
+    if outcome.released is None:
+        return dp_accounting.NoOpDpEvent()
+    coalition = world.coalition
+    if sim_protocol == "trusted_aggregator":
+        if OUTPUT_PARTY in coalition:
+            return dp_accounting.NonPrivateDpEvent()
+        return dp_accounting.GaussianDpEvent(sigma_std / sensitivity)
+    if all(node in coalition for node in nodes):
+        return dp_accounting.NonPrivateDpEvent()
+    assert outcome.included is not None
+    honest = sum(1 for i in np.flatnonzero(outcome.included) if clients[i] not in coalition)
+    effective = math.sqrt(max(honest - 1, 0)) * noise_std
+    if effective == 0.0:
+        return dp_accounting.NonPrivateDpEvent()
+    return dp_accounting.GaussianDpEvent(effective / sensitivity)
+
+
+def simulate(
+    scenario: Scenario,
+    seed: int | None = None,
+    *,
+    protocol: str | None = None,
+    keep_envelopes: bool = False,
+) -> Simulation:
+    """Simulate ``protocol`` (default: the scenario's) on the scenario's data and network."""
+    started = time.perf_counter()
+    seed = scenario.seed if seed is None else seed
+    protocol = protocol or scenario.protocol
+    streams = Streams(seed)
+    pop, cfg = scenario.population, scenario.dca
+    n, d = pop.clients, scenario.data.dimension
+    clients = tuple(f"client-{i}" for i in range(n))
+    nodes = tuple(f"compute-{k}" for k in range(pop.compute_nodes)) if protocol == "dca" else ()
+
+    raw = gaussian_vectors(n, d, mean=scenario.data.mean, scale=scenario.data.scale,
+                           rng=streams.fresh("data", "synthetic"))
+    data = clip_l2(raw, scenario.data.clip_norm)  # each client clips its own vector
+
+    sensitivity = _sensitivity(scenario)
+    privacy = scenario.privacy
+    sigma_std = gaussian_sigma(privacy.epsilon, privacy.delta, sensitivity, privacy.calibration)
+    ledger = PrivacyLedger(privacy.epsilon, privacy.delta, on_overspend=privacy.on_overspend)
+    ledger.charge(MECHANISM, dp_accounting.GaussianDpEvent(sigma_std / sensitivity))
+
+    parties = [*clients, *nodes, OUTPUT_PARTY]
+    servers = scenario.threat.colluding_servers
+    if protocol != "dca":
+        servers = tuple(s for s in servers if s == OUTPUT_PARTY)
+    world = World(
+        seed=streams,
+        network=NetworkModel(scenario.network.link, scenario.network.overrides, _topology(scenario, parties)),
+        faults=scenario.faults,
+        coalition=CoalitionSpec(clients=scenario.threat.colluding_clients, servers=servers),
+        encryption=scenario.network.encryption == "aes-gcm",
+        keep_envelopes=keep_envelopes,
+    )
+    client_agents = [world.add_party(c, "client") for c in clients]
+    if protocol == "dca":
+        noise_std = client_noise_std(sigma_std, n, cfg.tolerated)
+        # The decoded sum must stay inside the signed fixed-point range (with 10σ margin).
+        peak = n * (scenario.data.clip_norm + 10.0 * noise_std)
+        if peak >= fixed_point_bound(cfg.fraction_bits):
+            raise ValueError(
+                f"dca.fraction_bits = {cfg.fraction_bits}: a sum of {n} clients can reach {peak:.3g}, beyond "
+                f"the fixed-point range ±{fixed_point_bound(cfg.fraction_bits):.3g}; lower fraction_bits"
+            )
+        plan = dca.DcaPlan(
+            clients=clients, nodes=nodes, aggregator=OUTPUT_PARTY, dimension=d,
+            client_noise_std=noise_std, fraction_bits=cfg.fraction_bits, tolerated=cfg.tolerated,
+            share_timeout=cfg.share_timeout, agreement_timeout=cfg.agreement_timeout,
+            sum_timeout=cfg.sum_timeout, release_beyond_tolerance=cfg.on_excess_dropout == "release",
+        )
+        for agent, z in zip(client_agents, data, strict=True):
+            world.start(agent, dca.client(agent, z, plan))
+        for node in nodes:
+            agent = world.add_party(node, "compute")
+            world.start(agent, dca.compute_node(agent, plan))
+        out = world.add_party(OUTPUT_PARTY, "aggregator")
+        world.start(out, dca.aggregator(out, plan))
+    elif protocol == "trusted_aggregator":
+        noise_std = 0.0
+        ta_plan = ta.TrustedAggregatorPlan(
+            clients=clients, curator=OUTPUT_PARTY, dimension=d, sigma=sigma_std,
+            timeout=cfg.share_timeout,
+        )
+        for agent, z in zip(client_agents, data, strict=True):
+            world.start(agent, ta.client(agent, z, ta_plan))
+        out = world.add_party(OUTPUT_PARTY, "aggregator")
+        world.start(out, ta.curator(out, ta_plan))
+    else:
+        raise ValueError(f"unknown protocol {protocol!r}; use 'dca' or 'trusted_aggregator'")
+
+    world.run()
+    outcome = out.result if isinstance(out.result, SumOutcome) else SumOutcome.aborted(
+        AbortReason.SUMS_MISSING, f"{OUTPUT_PARTY} crashed or never started"
+    )
+    ledger.settle(MECHANISM, _realised_event(protocol, outcome, world, clients, nodes, noise_std,
+                                             sigma_std, sensitivity))
+    return Simulation(
+        scenario=scenario, seed=seed, protocol=protocol, world=world, outcome=outcome, data=data,
+        clients=clients, ledger=ledger, sensitivity=sensitivity, sigma_std=sigma_std,
+        client_noise_std=noise_std, wall_seconds=time.perf_counter() - started,
+    )
+
+
+def _errors(sim: Simulation) -> dict[str, float] | None:
+    released = sim.outcome.released
+    included = sim.included_sum()
+    if released is None or included is None:
+        return None
+    d = released.size
+    vs_included = released - included
+    vs_all = released - sim.true_sum
+    return {
+        "l2_error": float(np.linalg.norm(vs_included)),
+        "rmse": float(np.linalg.norm(vs_included) / math.sqrt(d)),
+        "relative_l2_error": float(np.linalg.norm(vs_included) / max(np.linalg.norm(included), 1e-300)),
+        "l2_error_vs_all_clients": float(np.linalg.norm(vs_all)),
+        "rmse_vs_all_clients": float(np.linalg.norm(vs_all) / math.sqrt(d)),
+    }
+
+
+def _cost(sim: Simulation) -> CostReport:
+    world = sim.world
+    busy = {
+        a.id: (a.finished_at if a.finished_at is not None else (a.crashed_at or 0.0))
+        for a in world.agents.values()
+    }
+    return communication_cost(world.trace.arrays(), busy)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """Everything a run reports, as plain data (see :meth:`to_dict`)."""
+
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+
+def _summary(sim: Simulation) -> dict[str, Any]:
+    world, outcome = sim.world, sim.outcome
+    clients = set(sim.clients)
+    absent = sorted(p for p in world.faults.absent if p in clients)
+    crashed = sorted(p for p in world.faults.crash_times if p in clients)
+    excluded = (
+        sorted(sim.clients[i] for i in np.flatnonzero(~outcome.included))
+        if outcome.included is not None else []
+    )
+    colluding = sorted(world.coalition)
+    cost = _cost(sim)
+    eps = sim.ledger.epsilon()
+    return {
+        "protocol": sim.protocol,
+        "status": "released" if outcome.ok else "aborted",
+        "abort": None if outcome.ok else {"reason": str(outcome.abort), "detail": outcome.detail},
+        "accuracy": _errors(sim),
+        "privacy": {
+            "target_epsilon": sim.ledger.epsilon_budget,
+            "delta": sim.ledger.delta,
+            "achieved_epsilon": eps if math.isfinite(eps) else "inf",
+            "guarantee_met": sim.ledger.within_budget,
+            "sensitivity_l2": sim.sensitivity,
+            "sigma_std": sim.sigma_std,
+            "client_noise_std": sim.client_noise_std,
+            "calibration": sim.scenario.privacy.calibration,
+            "events": [
+                {"label": e.label, "planned": repr(e.planned), "realised": repr(e.event)}
+                for e in sim.ledger.entries
+            ],
+        },
+        "parties": {
+            "clients": len(sim.clients),
+            "included": int(outcome.included.sum()) if outcome.included is not None else 0,
+            "absent": absent,
+            "crashed": crashed,
+            "excluded": excluded,
+            "colluding": colluding,
+        },
+        "communication": {
+            "messages": cost.messages,
+            "bytes": cost.bytes,
+            "rounds": cost.rounds,
+            "by_status": dict(cost.by_status),
+            "by_kind": dict(cost.by_kind),
+            "roles": {role: _role_dict(rc) for role, rc in cost.roles.items()},
+        },
+        "duration": world.agents[OUTPUT_PARTY].finished_at,
+        "wall_seconds": sim.wall_seconds,
+        "key_agreement_seconds": world.channels.key_agreement_seconds,
+    }
+
+
+def _role_dict(rc: Any) -> dict[str, Any]:
+    return {name: getattr(rc, name) for name in rc.__slots__}
+
+
+def run(scenario: Scenario, seed: int | None = None) -> RunResult:
+    """Run the scenario (and its trusted-aggregator baseline if ``scenario.baseline``)."""
+    from privsim.scenarios.loader import scenario_to_dict
+
+    seed = scenario.seed if seed is None else seed
+    main = simulate(scenario, seed)
+    result: dict[str, Any] = {
+        "privsim_version": __version__,
+        "scenario_name": scenario.name,
+        "seed": seed,
+        "root_entropy": main.world.streams.entropy,
+        **_summary(main),
+        "baseline": None,
+    }
+    if scenario.baseline and main.protocol != "trusted_aggregator":
+        base = simulate(scenario, seed, protocol="trusted_aggregator")
+        base_summary = _summary(base)
+        result["baseline"] = {
+            "protocol": "trusted_aggregator",
+            "status": base_summary["status"],
+            "accuracy": base_summary["accuracy"],
+            "achieved_epsilon": base_summary["privacy"]["achieved_epsilon"],
+        }
+    result["scenario"] = scenario_to_dict(scenario)
+    return RunResult(data=result)

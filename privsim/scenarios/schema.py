@@ -1,0 +1,194 @@
+"""The scenario schema: one frozen dataclass per TOML table, validated on construction.
+
+Engine objects (latency models, :class:`~privsim.sim.network.LinkSpec`,
+:class:`~privsim.sim.network.LinkOverride`, :class:`~privsim.sim.faults.FaultSpec`) are
+used directly, so a scenario and the engine cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from privsim.sim.faults import FaultSpec
+from privsim.sim.latency import LogNormalLatency
+from privsim.sim.network import LinkOverride, LinkSpec
+
+__all__ = [
+    "DataConfig",
+    "DcaConfig",
+    "FieldError",
+    "NetworkConfig",
+    "PopulationConfig",
+    "PrivacyConfig",
+    "Scenario",
+    "ThreatConfig",
+]
+
+
+class FieldError(ValueError):
+    """A field's value is invalid; ``field`` is its dotted path within the scenario."""
+
+    def __init__(self, field: str, problem: str, fix: str) -> None:
+        super().__init__(f"{field}: {problem}. Fix: {fix}")
+        self.field = field
+        self.problem = problem
+        self.fix = fix
+
+
+def _positive(path: str, value: float, unit: str = "") -> None:
+    if not (value > 0 and math.isfinite(value)):
+        raise FieldError(path, f"must be a finite number > 0{unit}, got {value!r}", "give a positive value")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PopulationConfig:
+    """``clients`` data holders (N) and ``compute_nodes`` (M, DCA only)."""
+
+    clients: int
+    compute_nodes: int = 3
+
+    def __post_init__(self) -> None:
+        if self.clients < 2:
+            raise FieldError("population.clients", f"must be >= 2, got {self.clients}", "set clients = 2 or more")
+        if self.compute_nodes < 1:
+            raise FieldError(
+                "population.compute_nodes", f"must be >= 1, got {self.compute_nodes}", "set compute_nodes >= 2"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataConfig:
+    """Each client's d-dimensional vector z_i. ``synthetic``: coordinates
+    N(mean, scale²), then clipped by the client to L2 norm ``clip_norm``."""
+
+    source: Literal["synthetic"] = "synthetic"
+    dimension: int = 10
+    clip_norm: float = 1.0
+    mean: float = 0.0
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.dimension < 1:
+            raise FieldError("data.dimension", f"must be >= 1, got {self.dimension}", "set dimension >= 1")
+        _positive("data.clip_norm", self.clip_norm)
+        if not self.scale >= 0:
+            raise FieldError("data.scale", f"must be >= 0, got {self.scale}", "give a non-negative scale")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NetworkConfig:
+    """Links (``link`` default, ``overrides`` per role or party), topology and channels."""
+
+    link: LinkSpec = field(default_factory=lambda: LinkSpec(latency=LogNormalLatency(median=0.05, sigma=0.5)))
+    overrides: tuple[LinkOverride, ...] = ()
+    topology: Literal["complete", "star", "edges"] = "complete"
+    star_center: str = ""
+    edges: tuple[tuple[str, str], ...] = ()
+    encryption: Literal["aes-gcm", "none"] = "aes-gcm"
+
+    def __post_init__(self) -> None:
+        if self.topology == "star" and not self.star_center:
+            raise FieldError(
+                "network.star_center", "a star topology needs its center", 'name a party, e.g. star_center = "aggregator"'
+            )
+        if self.topology == "edges" and not self.edges:
+            raise FieldError("network.edges", "topology 'edges' needs a list of edges", 'write edges = [["a", "b"], ...]')
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreatConfig:
+    """The realised coalition: ``colluding_clients`` is a count T (drawn) or party ids;
+    ``colluding_servers`` names compute nodes (``compute-0``…) or the ``aggregator``."""
+
+    colluding_clients: int | tuple[str, ...] = 0
+    colluding_servers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.colluding_clients, int) and self.colluding_clients < 0:
+            raise FieldError(
+                "threat.colluding_clients", f"must be >= 0, got {self.colluding_clients}", "give a count or a list of ids"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrivacyConfig:
+    """Budget and calibration of the Gaussian mechanism (see :mod:`privsim.analysis.calibration`)."""
+
+    epsilon: float
+    delta: float
+    neighbour: Literal["replace_one", "add_remove"] = "replace_one"
+    calibration: Literal["exact", "classic"] = "exact"
+    on_overspend: Literal["refuse", "warn"] = "refuse"
+
+    def __post_init__(self) -> None:
+        _positive("privacy.epsilon", self.epsilon)
+        if not 0 < self.delta < 1:
+            raise FieldError("privacy.delta", f"must be in (0, 1), got {self.delta}", "use e.g. delta = 1e-5")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DcaConfig:
+    """DCA parameters: ``tolerated`` is T of Theorem 1 (dropped-or-colluding clients the
+    noise is scaled for); timeouts in simulated seconds; ``on_excess_dropout`` says
+    what to do when more than T clients are missing."""
+
+    tolerated: int = 0
+    fraction_bits: int = 32
+    share_timeout: float = 1.0
+    agreement_timeout: float = 0.5
+    sum_timeout: float = 0.5
+    on_excess_dropout: Literal["abort", "release"] = "abort"
+
+    def __post_init__(self) -> None:
+        if self.tolerated < 0:
+            raise FieldError("dca.tolerated", f"must be >= 0, got {self.tolerated}", "give T >= 0")
+        if not 1 <= self.fraction_bits <= 52:
+            raise FieldError(
+                "dca.fraction_bits", f"must be in [1, 52], got {self.fraction_bits}", "use e.g. fraction_bits = 32"
+            )
+        for name in ("share_timeout", "agreement_timeout", "sum_timeout"):
+            _positive(f"dca.{name}", getattr(self, name), " seconds")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scenario:
+    """A complete, validated scenario. Variants: ``dataclasses.replace`` or a sweep grid."""
+
+    name: str
+    population: PopulationConfig
+    privacy: PrivacyConfig
+    seed: int = 0
+    protocol: Literal["dca", "trusted_aggregator"] = "dca"
+    baseline: bool = True
+    data: DataConfig = field(default_factory=DataConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    faults: FaultSpec = field(default_factory=FaultSpec)
+    threat: ThreatConfig = field(default_factory=ThreatConfig)
+    dca: DcaConfig = field(default_factory=DcaConfig)
+
+    def __post_init__(self) -> None:
+        if self.seed < 0:
+            raise FieldError("seed", f"must be >= 0, got {self.seed}", "give a non-negative integer seed")
+        n, t = self.population.clients, self.dca.tolerated
+        if n <= t + 1:
+            raise FieldError(
+                "dca.tolerated",
+                f"N = {n} clients with T = {t} leaves N - T - 1 = {n - t - 1} honest clients to carry the "
+                "noise (Theorem 1 needs N > T + 1)",
+                f"lower dca.tolerated below {n - 1} or raise population.clients above {t + 1}",
+            )
+        if self.protocol == "dca" and self.population.compute_nodes < 2:
+            raise FieldError(
+                "population.compute_nodes",
+                "DCA needs at least 2 compute nodes (one node would see every input)",
+                "set compute_nodes = 2 or more",
+            )
+        colluders = self.threat.colluding_clients
+        if isinstance(colluders, int) and colluders > n:
+            raise FieldError(
+                "threat.colluding_clients",
+                f"{colluders} colluding clients but only {n} clients",
+                f"use at most {n}",
+            )

@@ -1,0 +1,1 @@
+"""The simulation engine: named random streams, agents, the message bus, faults, trace."""

@@ -1,0 +1,103 @@
+"""Agents: parties with an id, a role, an inbox and their own random streams.
+
+A behaviour is a generator function taking the agent first; it sends with
+:meth:`Agent.send` and waits with ``delivery = yield from agent.receive(Kind, deadline=t)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import simpy
+
+from privsim.sim.messages import Message
+
+if TYPE_CHECKING:
+    from privsim.sim.world import World
+
+__all__ = ["Agent", "Behaviour", "Delivery"]
+
+#: A party's behaviour: a SimPy process body.
+Behaviour = Generator[simpy.Event, Any, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery:
+    """A message as the receiver gets it: authenticated sender, content, and times."""
+
+    src: str
+    message: Message
+    sent_at: float
+    received_at: float
+
+
+class Agent:
+    """One party. Its randomness comes from streams named ``("agent", id, purpose)``."""
+
+    __slots__ = ("alive", "crashed_at", "finished_at", "id", "inbox", "result", "role", "world")
+
+    def __init__(self, world: World, party_id: str, role: str) -> None:
+        self.world = world
+        self.id = party_id
+        self.role = role
+        self.inbox = simpy.FilterStore(world.env)
+        self.alive = True
+        self.crashed_at: float | None = None
+        self.finished_at: float | None = None
+        self.result: Any = None
+
+    def __repr__(self) -> str:
+        return f"Agent({self.id!r}, role={self.role!r})"
+
+    @property
+    def now(self) -> float:
+        return float(self.world.env.now)
+
+    def rng(self, purpose: str) -> np.random.Generator:
+        """This party's generator for ``purpose`` (e.g. ``"noise"``, ``"shares"``)."""
+        return self.world.streams.generator("agent", self.id, purpose)
+
+    def send(self, dst: str, message: Message) -> None:
+        """Hand ``message`` to the bus; it arrives (or not) as the network decides."""
+        self.world.bus.send(self, dst, message)
+
+    def remember(self, name: str, value: Any) -> None:
+        """Declare private state (input, noise…); a coalition member's is in the pooled view."""
+        self.world.remember(self, name, value)
+
+    def receive(
+        self, *kinds: type[Message], deadline: float | None = None
+    ) -> Generator[simpy.Event, Any, Delivery | None]:
+        """Wait for the next message of one of ``kinds`` (any kind if none given) until the
+        absolute simulated time ``deadline``; ``None`` if the deadline passes first.
+
+        The inbox request is cancelled on exit, so a request that lost the race against
+        the deadline cannot swallow a later message; and success is decided by whether
+        the request was triggered, so a message arriving exactly at the deadline is kept.
+        """
+        match = (lambda d: isinstance(d.message, kinds)) if kinds else None
+        with self.inbox.get(match) as request:  # type: ignore[arg-type]
+            if deadline is None:
+                yield request
+            else:
+                wait = max(0.0, deadline - self.world.env.now)
+                yield request | self.world.env.timeout(wait)
+            if request.triggered:
+                delivery: Delivery = request.value
+                return delivery
+            return None
+
+    def receive_all(
+        self, *kinds: type[Message], count: int, deadline: float
+    ) -> Generator[simpy.Event, Any, list[Delivery]]:
+        """Collect messages of ``kinds`` until ``count`` have arrived or ``deadline`` passes."""
+        got: list[Delivery] = []
+        while len(got) < count:
+            delivery = yield from self.receive(*kinds, deadline=deadline)
+            if delivery is None:
+                break
+            got.append(delivery)
+        return got

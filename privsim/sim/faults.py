@@ -1,0 +1,95 @@
+"""Fault models: parties absent from the start, crashes at random times, stragglers.
+
+Faults are drawn once per run, before any behaviour starts, from streams named by
+role and purpose, so the same parties fail whatever the protocol or the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from privsim.sim.streams import Streams
+
+__all__ = ["FaultPlan", "FaultSpec", "draw_faults"]
+
+
+def _check_probability(name: str, p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaultSpec:
+    """What can go wrong with the parties of ``roles``.
+
+    - ``absent``: probability that a party never starts (it was offline all along);
+    - ``crash``: probability that a party crashes at a time uniform in ``crash_window``;
+      from then on it does nothing, messages still in its uplink queue are lost, and
+      whatever is sent to it is dropped;
+    - ``straggler_fraction`` of parties are slowed by ``straggler_slowdown``: their
+      sends take that many times longer (transmission and latency);
+    - ``absent_parties`` / ``crashes`` name parties and times explicitly (tests, replays).
+    """
+
+    absent: float = 0.0
+    crash: float = 0.0
+    crash_window: tuple[float, float] = (0.0, 1.0)
+    straggler_fraction: float = 0.0
+    straggler_slowdown: float = 1.0
+    roles: tuple[str, ...] = ("client",)
+    absent_parties: tuple[str, ...] = ()
+    crashes: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_probability("absent", self.absent)
+        _check_probability("crash", self.crash)
+        _check_probability("straggler_fraction", self.straggler_fraction)
+        lo, hi = self.crash_window
+        if not 0.0 <= lo <= hi:
+            raise ValueError(f"crash_window must satisfy 0 <= start <= end, got {self.crash_window}")
+        if not self.straggler_slowdown >= 1.0:
+            raise ValueError(f"straggler_slowdown must be >= 1, got {self.straggler_slowdown}")
+        for party, t in self.crashes:
+            if t < 0:
+                raise ValueError(f"crash time of {party} must be >= 0, got {t}")
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPlan:
+    """The realised faults of one run."""
+
+    absent: frozenset[str] = frozenset()
+    crash_times: Mapping[str, float] = field(default_factory=dict)
+    slowdown: Mapping[str, float] = field(default_factory=dict)
+
+
+def draw_faults(
+    spec: FaultSpec, parties_by_role: Mapping[str, Sequence[str]], streams: Streams
+) -> FaultPlan:
+    """Draw the faults of every party of ``spec.roles``, vectorised per role and purpose."""
+    absent: set[str] = set(spec.absent_parties)
+    crash_times: dict[str, float] = {}
+    slowdown: dict[str, float] = {}
+    lo, hi = spec.crash_window
+    for role in spec.roles:
+        parties = list(parties_by_role.get(role, ()))
+        n = len(parties)
+        if n == 0:
+            continue
+        is_absent = streams.fresh("faults", role, "absent").random(n) < spec.absent
+        is_crash = streams.fresh("faults", role, "crash").random(n) < spec.crash
+        when = streams.fresh("faults", role, "crash-time").uniform(lo, hi, n)
+        is_slow = streams.fresh("faults", role, "straggler").random(n) < spec.straggler_fraction
+        for i in np.flatnonzero(is_absent):
+            absent.add(parties[i])
+        for i in np.flatnonzero(is_crash & ~is_absent):
+            crash_times[parties[i]] = float(when[i])
+        if spec.straggler_slowdown > 1.0:
+            for i in np.flatnonzero(is_slow):
+                slowdown[parties[i]] = spec.straggler_slowdown
+    for party, t in spec.crashes:
+        crash_times[party] = float(t)
+    return FaultPlan(frozenset(absent), crash_times, slowdown)

@@ -1,0 +1,127 @@
+"""Latency models: distributions of one-way link delay, in simulated seconds.
+
+Each model is a frozen dataclass validated on construction with a vectorised
+``sample(rng, size)``. Bandwidth is separate (see :mod:`privsim.sim.network`): the
+delivery delay of a message is ``latency + wire_bytes / bandwidth``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "ConstantLatency",
+    "EmpiricalLatency",
+    "LatencyModel",
+    "LogNormalLatency",
+    "UniformLatency",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@runtime_checkable
+class LatencyModel(Protocol):
+    """A distribution of non-negative delays."""
+
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray: ...
+
+    @property
+    def mean(self) -> float: ...
+
+
+def _check_nonneg(name: str, value: float) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0 seconds (a delay cannot be negative), got {value}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConstantLatency:
+    """Every message takes exactly ``value`` seconds."""
+
+    value: float
+
+    def __post_init__(self) -> None:
+        _check_nonneg("value", self.value)
+
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
+        return np.full(size, float(self.value))
+
+    @property
+    def mean(self) -> float:
+        return float(self.value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UniformLatency:
+    """Delay uniform on ``[low, high]``."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        _check_nonneg("low", self.low)
+        _check_nonneg("high", self.high)
+        if self.high < self.low:
+            raise ValueError(f"high ({self.high}) must be >= low ({self.low})")
+
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
+        return self.low + (self.high - self.low) * rng.random(size)
+
+    @property
+    def mean(self) -> float:
+        return 0.5 * (self.low + self.high)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogNormalLatency:
+    """Delay ``median * exp(sigma * Z)``, Z standard normal: heavy right tail, as measured
+    on wide-area links. ``shift`` adds a fixed propagation floor."""
+
+    median: float
+    sigma: float
+    shift: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_nonneg("median", self.median)
+        _check_nonneg("sigma", self.sigma)
+        _check_nonneg("shift", self.shift)
+
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
+        return self.shift + self.median * np.exp(self.sigma * rng.standard_normal(size))
+
+    @property
+    def mean(self) -> float:
+        return self.shift + self.median * math.exp(0.5 * self.sigma**2)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmpiricalLatency:
+    """Delay drawn uniformly from measured ``samples`` (e.g. a ping trace)."""
+
+    samples: tuple[float, ...]
+    _array: FloatArray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.samples) == 0:
+            raise ValueError("samples must hold at least one measured delay")
+        for i, s in enumerate(self.samples):
+            _check_nonneg(f"samples[{i}]", s)
+        arr = np.asarray(self.samples, dtype=np.float64)
+        arr.setflags(write=False)
+        object.__setattr__(self, "samples", tuple(float(s) for s in self.samples))
+        object.__setattr__(self, "_array", arr)
+
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
+        return self._array[rng.integers(0, self._array.size, size)]
+
+    @property
+    def mean(self) -> float:
+        return float(self._array.mean())

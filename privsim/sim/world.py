@@ -1,0 +1,153 @@
+"""A world: the SimPy environment, its parties, the bus, faults, coalition and trace.
+
+Typical use::
+
+    world = World(seed=7, network=NetworkModel(LinkSpec(...)), faults=FaultSpec(absent=0.05))
+    a = world.add_party("client-0", "client")
+    world.start(a, client_behaviour(a, ...))
+    world.run()
+
+Faults and the coalition are drawn when the run starts, from all registered parties,
+so every party must be added before :meth:`World.run`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import simpy
+
+from privsim.sim.agent import Agent, Behaviour
+from privsim.sim.bus import MessageBus
+from privsim.sim.channels import SecureChannels
+from privsim.sim.coalition import CoalitionSpec, CoalitionView, ViewedMessage, resolve_coalition
+from privsim.sim.faults import FaultPlan, FaultSpec, draw_faults
+from privsim.sim.network import LinkSpec, NetworkModel
+from privsim.sim.streams import Streams
+from privsim.sim.trace import Trace
+
+__all__ = ["Crash", "World"]
+
+
+class Crash(Exception):
+    """Cause of the interrupt that stops a crashing party."""
+
+
+class World:
+    """One replication's simulated system."""
+
+    def __init__(
+        self,
+        *,
+        seed: int | Streams,
+        network: NetworkModel | None = None,
+        faults: FaultSpec | None = None,
+        coalition: CoalitionSpec | None = None,
+        encryption: bool = True,
+        keep_envelopes: bool = False,
+    ) -> None:
+        self.env = simpy.Environment()
+        self.streams = seed if isinstance(seed, Streams) else Streams(seed)
+        self.network = network if network is not None else NetworkModel(LinkSpec())
+        self.fault_spec = faults if faults is not None else FaultSpec()
+        self.coalition_spec = coalition if coalition is not None else CoalitionSpec()
+        self.trace = Trace()
+        self.channels = SecureChannels()
+        self.bus = MessageBus(self, encrypt=encryption, keep_envelopes=keep_envelopes)
+        self.agents: dict[str, Agent] = {}
+        self.parties_by_role: dict[str, list[str]] = defaultdict(list)
+        self.faults = FaultPlan()
+        self.coalition: frozenset[str] = frozenset()
+        self.viewed: list[ViewedMessage] = []
+        self._private: dict[str, dict[str, Any]] = {}
+        self._behaviours: dict[str, Behaviour] = {}
+        self._processes: dict[str, simpy.Process] = {}
+        self._launched = False
+
+    # -- set-up -------------------------------------------------------------------------
+    def add_party(self, party_id: str, role: str) -> Agent:
+        if self._launched:
+            raise RuntimeError("parties must be added before the world runs")
+        if party_id in self.agents:
+            raise ValueError(f"party {party_id!r} already exists")
+        agent = Agent(self, party_id, role)
+        self.agents[party_id] = agent
+        self.parties_by_role[role].append(party_id)
+        self.trace.register_party(party_id, role)
+        if self.bus.encrypt:
+            self.channels.add_party_from_rng(party_id, self.streams.fresh("keys", party_id))
+        return agent
+
+    def start(self, agent: Agent, behaviour: Behaviour) -> None:
+        """Give ``agent`` its behaviour; it starts at time 0 unless faults say otherwise."""
+        if agent.id in self._behaviours:
+            raise ValueError(f"{agent.id} already has a behaviour")
+        self._behaviours[agent.id] = behaviour
+
+    def _launch(self) -> None:
+        self._launched = True
+        self.faults = draw_faults(self.fault_spec, self.parties_by_role, self.streams)
+        unknown = sorted((self.faults.absent | set(self.faults.crash_times)) - set(self.agents))
+        if unknown:
+            raise ValueError(f"faults name parties that do not exist: {unknown[:5]}")
+        self.coalition = resolve_coalition(self.coalition_spec, self.parties_by_role, self.streams)
+        for party_id, agent in self.agents.items():
+            behaviour = self._behaviours.get(party_id)
+            if party_id in self.faults.absent:
+                agent.alive = False
+                agent.crashed_at = 0.0
+                if behaviour is not None:
+                    behaviour.close()
+                continue
+            if behaviour is not None:
+                self._processes[party_id] = self.env.process(self._lifecycle(agent, behaviour))
+        for party_id, when in sorted(self.faults.crash_times.items()):
+            if party_id not in self.faults.absent:
+                self.env.process(self._crash(self.agents[party_id], when))
+
+    def _lifecycle(self, agent: Agent, behaviour: Behaviour) -> Behaviour:
+        try:
+            agent.result = yield from behaviour
+        except simpy.Interrupt as interrupt:
+            if not isinstance(interrupt.cause, Crash):
+                raise
+            return
+        agent.finished_at = float(self.env.now)
+
+    def _crash(self, agent: Agent, when: float) -> Behaviour:
+        yield self.env.timeout(when)
+        agent.alive = False
+        agent.crashed_at = float(self.env.now)
+        process = self._processes.get(agent.id)
+        if process is not None and process.is_alive:
+            process.interrupt(Crash(agent.id))
+
+    # -- running ------------------------------------------------------------------------
+    def run(self, until: float | None = None) -> None:
+        """Run until no event is left (or until simulated time ``until``)."""
+        if not self._launched:
+            self._launch()
+        self.env.run(until=until)
+
+    # -- threat model -------------------------------------------------------------------
+    def remember(self, agent: Agent, name: str, value: Any) -> None:
+        if agent.id in self.coalition:
+            self._private.setdefault(agent.id, {})[name] = value
+
+    def coalition_view(self) -> CoalitionView:
+        """The coalition's pooled view: members' messages in the clear and private state."""
+        return CoalitionView(
+            members=self.coalition,
+            messages=tuple(self.viewed),
+            private={k: dict(v) for k, v in self._private.items()},
+        )
+
+    # -- outcomes -----------------------------------------------------------------------
+    @property
+    def dead(self) -> frozenset[str]:
+        return frozenset(a.id for a in self.agents.values() if not a.alive)
+
+    def results(self, role: str) -> Mapping[str, Any]:
+        return {p: self.agents[p].result for p in self.parties_by_role.get(role, ())}
