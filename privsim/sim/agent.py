@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
+from privsim.sim.inbox import Inbox
 from privsim.sim.messages import Message
 
 if TYPE_CHECKING:
@@ -37,17 +38,20 @@ class Delivery:
 class Agent:
     """One party. Its randomness comes from streams named ``("agent", id, purpose)``."""
 
-    __slots__ = ("alive", "crashed_at", "finished_at", "id", "inbox", "result", "role", "world")
+    __slots__ = (
+        "_net_rngs", "alive", "crashed_at", "finished_at", "id", "inbox", "result", "role", "world",
+    )
 
     def __init__(self, world: World, party_id: str, role: str) -> None:
         self.world = world
         self.id = party_id
         self.role = role
-        self.inbox = simpy.FilterStore(world.env)
+        self.inbox = Inbox(world.env)
         self.alive = True
         self.crashed_at: float | None = None
         self.finished_at: float | None = None
         self.result: Any = None
+        self._net_rngs: tuple[np.random.Generator, np.random.Generator] | None = None
 
     def __repr__(self) -> str:
         return f"Agent({self.id!r}, role={self.role!r})"
@@ -59,6 +63,13 @@ class Agent:
     def rng(self, purpose: str) -> np.random.Generator:
         """This party's generator for ``purpose`` (e.g. ``"noise"``, ``"shares"``)."""
         return self.world.streams.generator("agent", self.id, purpose)
+
+    def network_rngs(self) -> tuple[np.random.Generator, np.random.Generator]:
+        """The streams ``("net", id, "latency")`` and ``("net", id, "loss")`` for this party's sends."""
+        if self._net_rngs is None:
+            streams = self.world.streams
+            self._net_rngs = (streams.generator("net", self.id, "latency"), streams.generator("net", self.id, "loss"))
+        return self._net_rngs
 
     def send(self, dst: str, message: Message) -> None:
         """Hand ``message`` to the bus; it arrives (or not) as the network decides."""
@@ -74,21 +85,11 @@ class Agent:
         """Wait for the next message of one of ``kinds`` (any kind if none given) until the
         absolute simulated time ``deadline``; ``None`` if the deadline passes first.
 
-        The inbox request is cancelled on exit, so a request that lost the race against
-        the deadline cannot swallow a later message; and success is decided by whether
-        the request was triggered, so a message arriving exactly at the deadline is kept.
+        A message arriving exactly at the deadline is received; a receive that times out
+        leaves nothing behind that could swallow a later message (see :mod:`.inbox`).
         """
-        match = (lambda d: isinstance(d.message, kinds)) if kinds else None
-        with self.inbox.get(match) as request:  # type: ignore[arg-type]
-            if deadline is None:
-                yield request
-            else:
-                wait = max(0.0, deadline - self.world.env.now)
-                yield request | self.world.env.timeout(wait)
-            if request.triggered:
-                delivery: Delivery = request.value
-                return delivery
-            return None
+        delivery: Delivery | None = yield from self.inbox.get(kinds, deadline)
+        return delivery
 
     def receive_all(
         self, *kinds: type[Message], count: int, deadline: float

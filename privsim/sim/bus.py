@@ -17,6 +17,7 @@ import simpy
 from privsim.sim.agent import Agent, Delivery
 from privsim.sim.channels import ChannelError
 from privsim.sim.coalition import ViewedMessage
+from privsim.sim.inbox import Arrival
 from privsim.sim.messages import Message, MessageCodecError, decode, encode, wire_size
 from privsim.sim.network import TopologyError
 from privsim.sim.trace import Status
@@ -74,17 +75,18 @@ class MessageBus:
         slow = world.faults.slowdown.get(src.id, 1.0)
         departed = max(now, self._uplink_free.get(src.id, 0.0)) + slow * size / link.bandwidth
         self._uplink_free[src.id] = departed
-        latency = slow * float(link.latency.sample(world.streams.generator("net", src.id, "latency"), 1)[0])
+        latency_rng, loss_rng = src.network_rngs()
+        latency = slow * link.latency.sample_one(latency_rng)
         mid = world.trace.record_send(src.id, dst_id, type(message).__name__, size, now, departed)
         if self.envelopes is not None and isinstance(payload, bytes):
             self.envelopes[mid] = payload
         if src.id in world.coalition:
             world.viewed.append(ViewedMessage(src=src.id, dst=dst_id, send_time=now, message=message))
-        lost = world.streams.generator("net", src.id, "loss").random() < link.loss
+        lost = loss_rng.random() < link.loss
         if lost:
             world.trace.settle(mid, Status.LOST)
             return
-        event = env.timeout(departed + latency - now, _InFlight(mid, src, dst, payload, now, departed))
+        event = Arrival(env, departed + latency - now, _InFlight(mid, src, dst, payload, now, departed))
         event.callbacks.append(self._arrive)
 
     def inject(self, src_id: str, dst_id: str, envelope: bytes, *, kind: str, delay: float = 0.0) -> None:
@@ -93,8 +95,8 @@ class MessageBus:
         world = self.world
         now = float(world.env.now)
         mid = world.trace.record_send(src_id, dst_id, kind, len(envelope), now, now)
-        event = world.env.timeout(
-            delay, _InFlight(mid, world.agents[src_id], world.agents[dst_id], envelope, now, now)
+        event = Arrival(
+            world.env, delay, _InFlight(mid, world.agents[src_id], world.agents[dst_id], envelope, now, now)
         )
         event.callbacks.append(self._arrive)
 

@@ -31,6 +31,8 @@ class LatencyModel(Protocol):
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray: ...
 
+    def sample_one(self, rng: np.random.Generator) -> float: ...
+
     @property
     def mean(self) -> float: ...
 
@@ -54,6 +56,9 @@ class ConstantLatency:
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return np.full(size, float(self.value))
 
+    def sample_one(self, rng: np.random.Generator) -> float:
+        return float(self.value)
+
     @property
     def mean(self) -> float:
         return float(self.value)
@@ -74,6 +79,9 @@ class UniformLatency:
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return self.low + (self.high - self.low) * rng.random(size)
+
+    def sample_one(self, rng: np.random.Generator) -> float:
+        return self.low + (self.high - self.low) * rng.random()
 
     @property
     def mean(self) -> float:
@@ -96,6 +104,9 @@ class LogNormalLatency:
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return self.shift + self.median * np.exp(self.sigma * rng.standard_normal(size))
+
+    def sample_one(self, rng: np.random.Generator) -> float:
+        return self.shift + self.median * math.exp(self.sigma * rng.standard_normal())
 
     @property
     def mean(self) -> float:
@@ -121,6 +132,9 @@ class EmpiricalLatency:
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return self._array[rng.integers(0, self._array.size, size)]
+
+    def sample_one(self, rng: np.random.Generator) -> float:
+        return float(self._array[rng.integers(0, self._array.size)])
 
     @property
     def mean(self) -> float:

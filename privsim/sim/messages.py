@@ -39,6 +39,7 @@ class Message:
 
     __slots__ = ()
     type_tag: ClassVar[int]
+    wire_fields: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         _freeze_arrays(self)
@@ -48,12 +49,12 @@ M = TypeVar("M", bound=type[Message])
 
 
 def _freeze_arrays(self: Any) -> None:
-    for f in dataclasses.fields(self):
-        value = getattr(self, f.name)
+    for name in type(self).wire_fields:
+        value = getattr(self, name)
         if isinstance(value, np.ndarray) and value.flags.writeable:
             frozen = value.view()
             frozen.flags.writeable = False
-            object.__setattr__(self, f.name, frozen)
+            object.__setattr__(self, name, frozen)
 
 
 def message(cls: M) -> M:
@@ -72,6 +73,7 @@ def message(cls: M) -> M:
         raise TypeError(f"message tag collision for {cls.__qualname__}")
     _REGISTRY[tag] = cls
     cls.type_tag = tag
+    cls.wire_fields = tuple(f.name for f in dataclasses.fields(cls))
     return cls
 
 
@@ -95,7 +97,7 @@ def _value_size(value: Any) -> int:
 
 def wire_size(msg: Message) -> int:
     """``len(encode(msg))``, computed without building the bytes."""
-    return _TAG.size + sum(_value_size(getattr(msg, f.name)) for f in dataclasses.fields(msg))  # type: ignore[arg-type]
+    return _TAG.size + sum(_value_size(getattr(msg, name)) for name in type(msg).wire_fields)
 
 
 def _encode_value(value: Any, out: list[bytes]) -> None:
@@ -128,8 +130,8 @@ def _encode_value(value: Any, out: list[bytes]) -> None:
 def encode(msg: Message) -> bytes:
     """The bytes of ``msg`` on the wire (before any channel encryption)."""
     out = [_TAG.pack(type(msg).type_tag)]
-    for f in dataclasses.fields(msg):  # type: ignore[arg-type]
-        _encode_value(getattr(msg, f.name), out)
+    for name in type(msg).wire_fields:
+        _encode_value(getattr(msg, name), out)
     return b"".join(out)
 
 
@@ -181,8 +183,8 @@ def decode(data: bytes) -> Message:
         cls = _REGISTRY[tag]
         pos = _TAG.size
         values = {}
-        for f in dataclasses.fields(cls):
-            values[f.name], pos = _decode_value(buf, pos)
+        for name in cls.wire_fields:
+            values[name], pos = _decode_value(buf, pos)
     except (KeyError, struct.error, IndexError, ValueError, TypeError) as exc:
         raise MessageCodecError(f"not a valid message encoding: {exc}") from exc
     if pos != len(buf):

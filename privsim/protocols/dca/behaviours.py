@@ -59,9 +59,9 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
     other nodes on the clients every node received, send the sum over that set."""
     n = len(plan.clients)
     received: dict[int, npt.NDArray[np.uint64]] = {}
-    deadline = agent.now + plan.share_timeout
+    share_deadline = agent.now + plan.share_timeout
     while len(received) < n:
-        delivery = yield from agent.receive(Share, deadline=deadline)
+        delivery = yield from agent.receive(Share, deadline=share_deadline)
         if delivery is None:
             break
         i = plan.client_index.get(delivery.src)
@@ -75,9 +75,11 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
         agent.send(peer, ReceivedSet(clients=np.packbits(mine)))
     agreed = mine.copy()
     heard: set[str] = set()
-    deadline = agent.now + plan.agreement_timeout
+    # Absolute: a node that got every share early must still wait for peers that are
+    # waiting out the share deadline.
+    agreement_deadline = share_deadline + plan.agreement_timeout
     while len(heard) < len(peers):
-        delivery = yield from agent.receive(ReceivedSet, deadline=deadline)
+        delivery = yield from agent.receive(ReceivedSet, deadline=agreement_deadline)
         if delivery is None:
             break
         if delivery.src in peers and delivery.src not in heard:
