@@ -28,16 +28,25 @@ QUICK = ("engine-1e5-msgs", "quickstart", "dca N=1e3 d=1e2 M=10")
 def _dca_scenario(n: int, d: int, m: int, encryption: str):
     from privsim.scenarios import scenario_from_dict
 
-    return scenario_from_dict({
-        "name": f"bench-{n}-{d}-{m}",
-        "baseline": False,
-        "population": {"clients": n, "compute_nodes": m},
-        "data": {"dimension": d},
-        "privacy": {"epsilon": 1.0, "delta": 1e-5},
-        "dca": {"tolerated": 0, "share_timeout": 1e6, "agreement_timeout": 1e6, "sum_timeout": 1e6},
-        "network": {"encryption": encryption,
-                    "link": {"latency": {"model": "constant", "value": 0.01}, "bandwidth": 1.25e8}},
-    })
+    return scenario_from_dict(
+        {
+            "name": f"bench-{n}-{d}-{m}",
+            "baseline": False,
+            "population": {"clients": n, "compute_nodes": m},
+            "data": {"dimension": d},
+            "privacy": {"epsilon": 1.0, "delta": 1e-5},
+            "dca": {
+                "tolerated": 0,
+                "share_timeout": 1e6,
+                "agreement_timeout": 1e6,
+                "sum_timeout": 1e6,
+            },
+            "network": {
+                "encryption": encryption,
+                "link": {"latency": {"model": "constant", "value": 0.01}, "bandwidth": 1.25e8},
+            },
+        }
+    )
 
 
 def _engine_cell(messages: int, encryption: str) -> dict:
@@ -56,8 +65,11 @@ def _engine_cell(messages: int, encryption: str) -> dict:
 
     senders = 100
     per_sender = messages // senders
-    world = World(seed=1, network=NetworkModel(LinkSpec(latency=LogNormalLatency(median=0.01, sigma=0.5))),
-                  encryption=encryption == "aes-gcm")
+    world = World(
+        seed=1,
+        network=NetworkModel(LinkSpec(latency=LogNormalLatency(median=0.01, sigma=0.5))),
+        encryption=encryption == "aes-gcm",
+    )
     sink = world.add_party("sink", "server")
 
     def send(agent):
@@ -76,8 +88,12 @@ def _engine_cell(messages: int, encryption: str) -> dict:
     world.run()
     wall = time.perf_counter() - t0
     n = len(world.trace)
-    return {"wall_s": wall, "keys_s": world.channels.key_agreement_seconds, "messages": n,
-            "us_per_message": 1e6 * (wall - world.channels.key_agreement_seconds) / n}
+    return {
+        "wall_s": wall,
+        "keys_s": world.channels.key_agreement_seconds,
+        "messages": n,
+        "us_per_message": 1e6 * (wall - world.channels.key_agreement_seconds) / n,
+    }
 
 
 def _run_cell(name: str, encryption: str) -> dict:
@@ -98,7 +114,12 @@ def _run_cell(name: str, encryption: str) -> dict:
     assert sim.outcome.ok, sim.outcome
     n = len(sim.world.trace)
     keys = sim.world.channels.key_agreement_seconds
-    return {"wall_s": wall, "keys_s": keys, "messages": n, "us_per_message": 1e6 * (wall - keys) / n}
+    return {
+        "wall_s": wall,
+        "keys_s": keys,
+        "messages": n,
+        "us_per_message": 1e6 * (wall - keys) / n,
+    }
 
 
 def _child(name: str, encryption: str) -> None:
@@ -120,8 +141,9 @@ def main() -> None:
     print("-" * len(header))
     for name in names:
         for enc in ("none", "aes-gcm"):
-            proc = subprocess.Popen([sys.executable, __file__, "--child", name, enc],
-                                    stdout=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(
+                [sys.executable, __file__, "--child", name, enc], stdout=subprocess.PIPE, text=True
+            )
             _, status, usage = os.wait4(proc.pid, 0)
             out = proc.stdout.read() if proc.stdout else ""
             if status != 0:
@@ -129,10 +151,14 @@ def main() -> None:
                 continue
             r = json.loads(out.strip().splitlines()[-1])
             peak = usage.ru_maxrss / 1024  # Linux reports KiB
-            print(f"{name:<24}{enc:>11}{r['wall_s']:>9.2f}{r['keys_s']:>9.2f}{r['messages']:>9}"
-                  f"{r['us_per_message']:>9.1f}{peak:>10.0f}")
-    print("\nwall s: whole cell (data, keys, protocol); keys s: X25519 + HKDF part of it;"
-          " us/msg: (wall - keys) / messages.")
+            print(
+                f"{name:<24}{enc:>11}{r['wall_s']:>9.2f}{r['keys_s']:>9.2f}{r['messages']:>9}"
+                f"{r['us_per_message']:>9.1f}{peak:>10.0f}"
+            )
+    print(
+        "\nwall s: whole cell (data, keys, protocol); keys s: X25519 + HKDF part of it;"
+        " us/msg: (wall - keys) / messages."
+    )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     run_p = sub.add_parser("run", help="run a scenario (default: the embedded quickstart)")
     run_p.add_argument("scenario", nargs="?", help="scenario TOML file (omit for the quickstart)")
     run_p.add_argument("--seed", type=int, help="root seed (default: the scenario's seed)")
-    run_p.add_argument("--out", default="results", help="directory for the JSON result (default: results)")
-    run_p.add_argument("--encryption", choices=["aes-gcm", "none"], help="override network.encryption")
+    run_p.add_argument(
+        "--out", default="results", help="directory for the JSON result (default: results)"
+    )
+    run_p.add_argument(
+        "--encryption", choices=["aes-gcm", "none"], help="override network.encryption"
+    )
     run_p.set_defaults(func=_cmd_run)
     sc_p = sub.add_parser("scenario", help="print a built-in scenario's TOML (to copy and edit)")
     sc_p.add_argument("name", nargs="?", help="built-in scenario name; omit to list them")

@@ -28,7 +28,13 @@ from privsim.protocols.dca.maths import client_noise_std, fixed_point_bound
 from privsim.protocols.outcome import AbortReason, SumOutcome
 from privsim.scenarios.schema import Scenario
 from privsim.sim.coalition import CoalitionSpec
-from privsim.sim.network import CompleteTopology, GraphTopology, NetworkModel, Topology, star_topology
+from privsim.sim.network import (
+    CompleteTopology,
+    GraphTopology,
+    NetworkModel,
+    Topology,
+    star_topology,
+)
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
@@ -88,9 +94,16 @@ def _topology(scenario: Scenario, parties: list[str]) -> Topology:
     return GraphTopology(graph)
 
 
-def _realised_event(sim_protocol: str, outcome: SumOutcome, world: World, clients: tuple[str, ...],
-                    nodes: tuple[str, ...], noise_std: float, sigma_std: float,
-                    sensitivity: float) -> dp_accounting.DpEvent:
+def _realised_event(
+    sim_protocol: str,
+    outcome: SumOutcome,
+    world: World,
+    clients: tuple[str, ...],
+    nodes: tuple[str, ...],
+    noise_std: float,
+    sigma_std: float,
+    sensitivity: float,
+) -> dp_accounting.DpEvent:
     """What the release actually was against the realised coalition.
 
     DCA: only honest included clients' noise protects; following Theorem 1's count of
@@ -133,8 +146,13 @@ def simulate(
     clients = tuple(f"client-{i}" for i in range(n))
     nodes = tuple(f"compute-{k}" for k in range(pop.compute_nodes)) if protocol == "dca" else ()
 
-    raw = gaussian_vectors(n, d, mean=scenario.data.mean, scale=scenario.data.scale,
-                           rng=streams.fresh("data", "synthetic"))
+    raw = gaussian_vectors(
+        n,
+        d,
+        mean=scenario.data.mean,
+        scale=scenario.data.scale,
+        rng=streams.fresh("data", "synthetic"),
+    )
     data = clip_l2(raw, scenario.data.clip_norm)  # each client clips its own vector
 
     sensitivity = _sensitivity(scenario)
@@ -149,7 +167,9 @@ def simulate(
         servers = tuple(s for s in servers if s == OUTPUT_PARTY)
     world = World(
         seed=streams,
-        network=NetworkModel(scenario.network.link, scenario.network.overrides, _topology(scenario, parties)),
+        network=NetworkModel(
+            scenario.network.link, scenario.network.overrides, _topology(scenario, parties)
+        ),
         faults=scenario.faults,
         coalition=CoalitionSpec(clients=scenario.threat.colluding_clients, servers=servers),
         encryption=scenario.network.encryption == "aes-gcm",
@@ -166,10 +186,17 @@ def simulate(
                 f"the fixed-point range ±{fixed_point_bound(cfg.fraction_bits):.3g}; lower fraction_bits"
             )
         plan = dca.DcaPlan(
-            clients=clients, nodes=nodes, aggregator=OUTPUT_PARTY, dimension=d,
-            client_noise_std=noise_std, fraction_bits=cfg.fraction_bits, tolerated=cfg.tolerated,
-            share_timeout=cfg.share_timeout, agreement_timeout=cfg.agreement_timeout,
-            sum_timeout=cfg.sum_timeout, release_beyond_tolerance=cfg.on_excess_dropout == "release",
+            clients=clients,
+            nodes=nodes,
+            aggregator=OUTPUT_PARTY,
+            dimension=d,
+            client_noise_std=noise_std,
+            fraction_bits=cfg.fraction_bits,
+            tolerated=cfg.tolerated,
+            share_timeout=cfg.share_timeout,
+            agreement_timeout=cfg.agreement_timeout,
+            sum_timeout=cfg.sum_timeout,
+            release_beyond_tolerance=cfg.on_excess_dropout == "release",
         )
         for agent, z in zip(client_agents, data, strict=True):
             world.start(agent, dca.client(agent, z, plan))
@@ -181,7 +208,10 @@ def simulate(
     elif protocol == "trusted_aggregator":
         noise_std = 0.0
         ta_plan = ta.TrustedAggregatorPlan(
-            clients=clients, curator=OUTPUT_PARTY, dimension=d, sigma=sigma_std,
+            clients=clients,
+            curator=OUTPUT_PARTY,
+            dimension=d,
+            sigma=sigma_std,
             timeout=cfg.share_timeout,
         )
         for agent, z in zip(client_agents, data, strict=True):
@@ -192,15 +222,32 @@ def simulate(
         raise ValueError(f"unknown protocol {protocol!r}; use 'dca' or 'trusted_aggregator'")
 
     world.run()
-    outcome = out.result if isinstance(out.result, SumOutcome) else SumOutcome.aborted(
-        AbortReason.SUMS_MISSING, f"{OUTPUT_PARTY} crashed or never started"
+    outcome = (
+        out.result
+        if isinstance(out.result, SumOutcome)
+        else SumOutcome.aborted(
+            AbortReason.SUMS_MISSING, f"{OUTPUT_PARTY} crashed or never started"
+        )
     )
-    ledger.settle(MECHANISM, _realised_event(protocol, outcome, world, clients, nodes, noise_std,
-                                             sigma_std, sensitivity))
+    ledger.settle(
+        MECHANISM,
+        _realised_event(
+            protocol, outcome, world, clients, nodes, noise_std, sigma_std, sensitivity
+        ),
+    )
     return Simulation(
-        scenario=scenario, seed=seed, protocol=protocol, world=world, outcome=outcome, data=data,
-        clients=clients, ledger=ledger, sensitivity=sensitivity, sigma_std=sigma_std,
-        client_noise_std=noise_std, wall_seconds=time.perf_counter() - started,
+        scenario=scenario,
+        seed=seed,
+        protocol=protocol,
+        world=world,
+        outcome=outcome,
+        data=data,
+        clients=clients,
+        ledger=ledger,
+        sensitivity=sensitivity,
+        sigma_std=sigma_std,
+        client_noise_std=noise_std,
+        wall_seconds=time.perf_counter() - started,
     )
 
 
@@ -215,7 +262,9 @@ def _errors(sim: Simulation) -> dict[str, float] | None:
     return {
         "l2_error": float(np.linalg.norm(vs_included)),
         "rmse": float(np.linalg.norm(vs_included) / math.sqrt(d)),
-        "relative_l2_error": float(np.linalg.norm(vs_included) / max(np.linalg.norm(included), 1e-300)),
+        "relative_l2_error": float(
+            np.linalg.norm(vs_included) / max(float(np.linalg.norm(included)), 1e-300)
+        ),
         "l2_error_vs_all_clients": float(np.linalg.norm(vs_all)),
         "rmse_vs_all_clients": float(np.linalg.norm(vs_all) / math.sqrt(d)),
     }
@@ -250,7 +299,8 @@ def _summary(sim: Simulation) -> dict[str, Any]:
     crashed = sorted(p for p in world.faults.crash_times if p in clients)
     excluded = (
         sorted(sim.clients[i] for i in np.flatnonzero(~outcome.included))
-        if outcome.included is not None else []
+        if outcome.included is not None
+        else []
     )
     colluding = sorted(world.coalition)
     cost = _cost(sim)

@@ -1,7 +1,5 @@
 import json
 
-import pytest
-
 from privsim.cli import main
 from privsim.scenarios import scenario_to_toml
 from tests.conftest import make_scenario

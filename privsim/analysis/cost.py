@@ -54,7 +54,9 @@ def message_rounds(t: TraceArrays) -> npt.NDArray[np.int64]:
     # Events in time order; at equal times receives come before sends (a party can react
     # to what it has just received), ties otherwise by message id.
     times = np.concatenate([t.recv_time[received], t.send_time])
-    is_send = np.concatenate([np.zeros(int(received.sum()), dtype=np.int8), np.ones(n, dtype=np.int8)])
+    is_send = np.concatenate(
+        [np.zeros(int(received.sum()), dtype=np.int8), np.ones(n, dtype=np.int8)]
+    )
     ids = np.concatenate([np.flatnonzero(received), np.arange(n)])
     order = np.lexsort((ids, is_send, times))
     seen = np.zeros(len(t.parties), dtype=np.int64)
@@ -75,13 +77,17 @@ def communication_cost(t: TraceArrays, busy_until: Mapping[str, float]) -> CostR
     sent_msgs = np.bincount(t.src, minlength=p)
     sent_bytes = np.bincount(t.src, weights=t.wire_bytes, minlength=p).astype(np.int64)
     recv_msgs = np.bincount(t.dst[delivered], minlength=p)
-    recv_bytes = np.bincount(t.dst[delivered], weights=t.wire_bytes[delivered], minlength=p).astype(np.int64)
+    recv_bytes = np.bincount(t.dst[delivered], weights=t.wire_bytes[delivered], minlength=p).astype(
+        np.int64
+    )
     rounds = message_rounds(t)
     party_rounds = np.zeros(p, dtype=np.int64)
     np.maximum.at(party_rounds, t.src, rounds)
     last_departure = np.zeros(p)
     np.maximum.at(last_departure, t.src, t.depart_time)
-    busy = np.array([max(busy_until.get(name, 0.0), last_departure[i]) for i, name in enumerate(t.parties)])
+    busy = np.array(
+        [max(busy_until.get(name, 0.0), last_departure[i]) for i, name in enumerate(t.parties)]
+    )
 
     roles_arr = np.asarray(t.roles)
     roles: dict[str, RoleCost] = {}
@@ -101,7 +107,9 @@ def communication_cost(t: TraceArrays, busy_until: Mapping[str, float]) -> CostR
             busy_until_mean=float(busy[sel].mean()),
             busy_until_max=float(busy[sel].max()),
         )
-    by_status = {s.name.lower(): int((t.status == s).sum()) for s in Status if (t.status == s).any()}
+    by_status = {
+        s.name.lower(): int((t.status == s).sum()) for s in Status if (t.status == s).any()
+    }
     by_kind = {k: int((t.kind == i).sum()) for i, k in enumerate(t.kinds)}
     return CostReport(
         messages=len(t),

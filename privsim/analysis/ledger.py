@@ -23,7 +23,13 @@ from dp_accounting.pld import pld_privacy_accountant
 
 from privsim.analysis.calibration import gaussian_epsilon
 
-__all__ = ["BudgetExceededError", "LedgerEntry", "OverspendPolicy", "OverspendWarning", "PrivacyLedger"]
+__all__ = [
+    "BudgetExceededError",
+    "LedgerEntry",
+    "OverspendPolicy",
+    "OverspendWarning",
+    "PrivacyLedger",
+]
 
 # Relative slack for floating-point noise in ε computed from an exactly calibrated σ.
 _RELATIVE_SLACK = 1e-6
@@ -111,7 +117,9 @@ class PrivacyLedger:
 
     def epsilon(self, delta: float | None = None) -> float:
         """Achieved ε at ``delta`` (default: the budget's δ) over settled events."""
-        return epsilon_of([e.event for e in self._entries.values()], self.delta if delta is None else delta)
+        return epsilon_of(
+            [e.event for e in self._entries.values()], self.delta if delta is None else delta
+        )
 
     @property
     def within_budget(self) -> bool:

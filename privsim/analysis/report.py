@@ -38,7 +38,9 @@ def format_report(result: dict[str, Any]) -> str:
         line = f"Accuracy    RMSE {acc['rmse']:.4g} per coordinate vs true sum of included clients"
         base = result.get("baseline")
         if base and base.get("accuracy"):
-            ratio = acc["rmse"] / base["accuracy"]["rmse"] if base["accuracy"]["rmse"] else float("nan")
+            ratio = (
+                acc["rmse"] / base["accuracy"]["rmse"] if base["accuracy"]["rmse"] else float("nan")
+            )
             line += f" (trusted aggregator {base['accuracy']['rmse']:.4g}; ratio {ratio:.3f})"
         lines.append(line)
         lines.append(
@@ -46,7 +48,9 @@ def format_report(result: dict[str, Any]) -> str:
             f"relative L2 error {acc['relative_l2_error']:.3%}"
         )
     else:
-        lines.append(f"Result      ABORTED ({result['abort']['reason']}): {result['abort']['detail']}")
+        lines.append(
+            f"Result      ABORTED ({result['abort']['reason']}): {result['abort']['detail']}"
+        )
     met = "met" if priv["guarantee_met"] else "NOT met"
     lines.append(
         f"Privacy     achieved (eps, delta) = ({_eps(priv['achieved_epsilon'])}, {priv['delta']:g}) "
@@ -65,7 +69,9 @@ def format_report(result: dict[str, Any]) -> str:
         f"Traffic     {comm['messages']} messages, {_bytes(comm['bytes'])}, {comm['rounds']} rounds; "
         + ", ".join(f"{k} {v}" for k, v in comm["by_status"].items())
     )
-    lines.append(f"  {'role':<11}{'parties':>8}{'sent msgs':>16}{'sent bytes':>22}{'recv msgs':>16}{'recv bytes':>22}")
+    lines.append(
+        f"  {'role':<11}{'parties':>8}{'sent msgs':>16}{'sent bytes':>22}{'recv msgs':>16}{'recv bytes':>22}"
+    )
     for role, rc in comm["roles"].items():
         lines.append(
             f"  {role:<11}{rc['parties']:>8}"

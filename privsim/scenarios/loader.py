@@ -61,7 +61,14 @@ def _join(path: str, name: str) -> str:
 
 
 def _describe(value: Any) -> str:
-    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list", dict: "a table"}
+    names = {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "a list",
+        dict: "a table",
+    }
     return f"{value!r} ({names.get(type(value), type(value).__name__)})"
 
 
@@ -80,42 +87,58 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None and len(args) < len(typing.get_args(tp)):
             return None
-        errors = []
         for arg in args:
             try:
                 return _convert(value, arg, path)
-            except ScenarioError as exc:
-                errors.append(str(exc))
+            except ScenarioError:
+                continue
         expected = " or ".join(_type_name(a) for a in args)
-        raise ScenarioError(path, f"expected {expected}, got {_describe(value)}", f"write {expected}")
+        raise ScenarioError(
+            path, f"expected {expected}, got {_describe(value)}", f"write {expected}"
+        )
     if origin is tuple:
-        args = typing.get_args(tp)
+        items = typing.get_args(tp)
         if not isinstance(value, list | tuple):
-            raise ScenarioError(path, f"expected a list, got {_describe(value)}", "write a TOML array [...]")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value))
-        if len(value) != len(args):
-            raise ScenarioError(path, f"expected {len(args)} items, got {len(value)}", f"write {len(args)} items")
-        return tuple(_convert(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True)))
+            raise ScenarioError(
+                path, f"expected a list, got {_describe(value)}", "write a TOML array [...]"
+            )
+        if len(items) == 2 and items[1] is Ellipsis:
+            return tuple(_convert(v, items[0], f"{path}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(items):
+            raise ScenarioError(
+                path, f"expected {len(items)} items, got {len(value)}", f"write {len(items)} items"
+            )
+        return tuple(
+            _convert(v, a, f"{path}[{i}]")
+            for i, (v, a) in enumerate(zip(value, items, strict=True))
+        )
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return _dataclass(tp, value, path)
     if tp is bool:
         if not isinstance(value, bool):
-            raise ScenarioError(path, f"expected true or false, got {_describe(value)}", "write true or false")
+            raise ScenarioError(
+                path, f"expected true or false, got {_describe(value)}", "write true or false"
+            )
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ScenarioError(path, f"expected an integer, got {_describe(value)}", "write a whole number")
+            raise ScenarioError(
+                path, f"expected an integer, got {_describe(value)}", "write a whole number"
+            )
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ScenarioError(path, f"expected a number, got {_describe(value)}", "write a number, e.g. 0.5")
+            raise ScenarioError(
+                path, f"expected a number, got {_describe(value)}", "write a number, e.g. 0.5"
+            )
         if math.isnan(value):
             raise ScenarioError(path, "got nan", "write a number")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
-            raise ScenarioError(path, f"expected a string, got {_describe(value)}", 'write a quoted string "..."')
+            raise ScenarioError(
+                path, f"expected a string, got {_describe(value)}", 'write a quoted string "..."'
+            )
         return value
     raise TypeError(f"unsupported scenario field type {tp!r} at {path}")
 
@@ -123,7 +146,9 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
 def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) is tuple:
         return "a list"
-    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(tp, str(tp))
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
+        tp, str(tp)
+    )
 
 
 def _latency(value: Any, path: str) -> LatencyModel:
@@ -131,13 +156,18 @@ def _latency(value: Any, path: str) -> LatencyModel:
         return value
     if not isinstance(value, Mapping) or "model" not in value:
         raise ScenarioError(
-            path, f"expected a latency table with a 'model' key, got {_describe(value)}",
+            path,
+            f"expected a latency table with a 'model' key, got {_describe(value)}",
             f'write e.g. {{ model = "lognormal", median = 0.05, sigma = 0.5 }}; models: {list(LATENCY_MODELS)}',
         )
     name = value["model"]
     cls = LATENCY_MODELS.get(name)
     if cls is None:
-        raise ScenarioError(_join(path, "model"), f"unknown latency model {name!r}", f"use one of {list(LATENCY_MODELS)}")
+        raise ScenarioError(
+            _join(path, "model"),
+            f"unknown latency model {name!r}",
+            f"use one of {list(LATENCY_MODELS)}",
+        )
     rest = {k: v for k, v in value.items() if k != "model"}
     model: LatencyModel = _dataclass(cls, rest, path)
     return model
@@ -147,7 +177,9 @@ def _dataclass(cls: type, value: Any, path: str) -> Any:
     if dataclasses.is_dataclass(value) and isinstance(value, cls):
         return value
     if not isinstance(value, Mapping):
-        raise ScenarioError(path, f"expected a table, got {_describe(value)}", f"write a [{path}] table")
+        raise ScenarioError(
+            path, f"expected a table, got {_describe(value)}", f"write a [{path}] table"
+        )
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(value) - set(fields))
@@ -160,7 +192,11 @@ def _dataclass(cls: type, value: Any, path: str) -> Any:
         if name in value:
             kwargs[name] = _convert(value[name], hints[name], _join(path, name))
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ScenarioError(_join(path, name), "missing required field", f"add {name} = ... to [{path or 'top level'}]")
+            raise ScenarioError(
+                _join(path, name),
+                "missing required field",
+                f"add {name} = ... to [{path or 'top level'}]",
+            )
     try:
         return cls(**kwargs)
     except FieldError as exc:
@@ -184,11 +220,15 @@ def load_scenario(path: str | Path) -> Scenario:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ScenarioError("", f"file {str(p)!r} does not exist", "give the path of a scenario .toml file") from None
+        raise ScenarioError(
+            "", f"file {str(p)!r} does not exist", "give the path of a scenario .toml file"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError("", f"{p} is not valid TOML ({exc})", "correct the TOML syntax") from None
+        raise ScenarioError(
+            "", f"{p} is not valid TOML ({exc})", "correct the TOML syntax"
+        ) from None
     return scenario_from_dict(data)
 
 
@@ -225,11 +265,17 @@ def scenario_to_toml(scenario: Scenario) -> str:
 
 def builtin_scenarios() -> list[str]:
     """Names of the scenarios shipped with privsim."""
-    return sorted(p.name.removesuffix(".toml") for p in resources.files("privsim.scenarios").iterdir() if p.name.endswith(".toml"))
+    return sorted(
+        p.name.removesuffix(".toml")
+        for p in resources.files("privsim.scenarios").iterdir()
+        if p.name.endswith(".toml")
+    )
 
 
 def builtin_scenario_path(name: str) -> Path:
     path = resources.files("privsim.scenarios") / f"{name}.toml"
     if not path.is_file():
-        raise ScenarioError("", f"no built-in scenario {name!r}", f"use one of {builtin_scenarios()}")
+        raise ScenarioError(
+            "", f"no built-in scenario {name!r}", f"use one of {builtin_scenarios()}"
+        )
     return Path(str(path))

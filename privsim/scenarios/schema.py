@@ -39,7 +39,9 @@ class FieldError(ValueError):
 
 def _positive(path: str, value: float, unit: str = "") -> None:
     if not (value > 0 and math.isfinite(value)):
-        raise FieldError(path, f"must be a finite number > 0{unit}, got {value!r}", "give a positive value")
+        raise FieldError(
+            path, f"must be a finite number > 0{unit}, got {value!r}", "give a positive value"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,10 +53,14 @@ class PopulationConfig:
 
     def __post_init__(self) -> None:
         if self.clients < 2:
-            raise FieldError("population.clients", f"must be >= 2, got {self.clients}", "set clients = 2 or more")
+            raise FieldError(
+                "population.clients", f"must be >= 2, got {self.clients}", "set clients = 2 or more"
+            )
         if self.compute_nodes < 1:
             raise FieldError(
-                "population.compute_nodes", f"must be >= 1, got {self.compute_nodes}", "set compute_nodes >= 2"
+                "population.compute_nodes",
+                f"must be >= 1, got {self.compute_nodes}",
+                "set compute_nodes >= 2",
             )
 
 
@@ -71,17 +77,23 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         if self.dimension < 1:
-            raise FieldError("data.dimension", f"must be >= 1, got {self.dimension}", "set dimension >= 1")
+            raise FieldError(
+                "data.dimension", f"must be >= 1, got {self.dimension}", "set dimension >= 1"
+            )
         _positive("data.clip_norm", self.clip_norm)
         if not self.scale >= 0:
-            raise FieldError("data.scale", f"must be >= 0, got {self.scale}", "give a non-negative scale")
+            raise FieldError(
+                "data.scale", f"must be >= 0, got {self.scale}", "give a non-negative scale"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NetworkConfig:
     """Links (``link`` default, ``overrides`` per role or party), topology and channels."""
 
-    link: LinkSpec = field(default_factory=lambda: LinkSpec(latency=LogNormalLatency(median=0.05, sigma=0.5)))
+    link: LinkSpec = field(
+        default_factory=lambda: LinkSpec(latency=LogNormalLatency(median=0.05, sigma=0.5))
+    )
     overrides: tuple[LinkOverride, ...] = ()
     topology: Literal["complete", "star", "edges"] = "complete"
     star_center: str = ""
@@ -91,10 +103,16 @@ class NetworkConfig:
     def __post_init__(self) -> None:
         if self.topology == "star" and not self.star_center:
             raise FieldError(
-                "network.star_center", "a star topology needs its center", 'name a party, e.g. star_center = "aggregator"'
+                "network.star_center",
+                "a star topology needs its center",
+                'name a party, e.g. star_center = "aggregator"',
             )
         if self.topology == "edges" and not self.edges:
-            raise FieldError("network.edges", "topology 'edges' needs a list of edges", 'write edges = [["a", "b"], ...]')
+            raise FieldError(
+                "network.edges",
+                "topology 'edges' needs a list of edges",
+                'write edges = [["a", "b"], ...]',
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +126,9 @@ class ThreatConfig:
     def __post_init__(self) -> None:
         if isinstance(self.colluding_clients, int) and self.colluding_clients < 0:
             raise FieldError(
-                "threat.colluding_clients", f"must be >= 0, got {self.colluding_clients}", "give a count or a list of ids"
+                "threat.colluding_clients",
+                f"must be >= 0, got {self.colluding_clients}",
+                "give a count or a list of ids",
             )
 
 
@@ -125,7 +145,9 @@ class PrivacyConfig:
     def __post_init__(self) -> None:
         _positive("privacy.epsilon", self.epsilon)
         if not 0 < self.delta < 1:
-            raise FieldError("privacy.delta", f"must be in (0, 1), got {self.delta}", "use e.g. delta = 1e-5")
+            raise FieldError(
+                "privacy.delta", f"must be in (0, 1), got {self.delta}", "use e.g. delta = 1e-5"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,7 +168,9 @@ class DcaConfig:
             raise FieldError("dca.tolerated", f"must be >= 0, got {self.tolerated}", "give T >= 0")
         if not 1 <= self.fraction_bits <= 52:
             raise FieldError(
-                "dca.fraction_bits", f"must be in [1, 52], got {self.fraction_bits}", "use e.g. fraction_bits = 32"
+                "dca.fraction_bits",
+                f"must be in [1, 52], got {self.fraction_bits}",
+                "use e.g. fraction_bits = 32",
             )
         for name in ("share_timeout", "agreement_timeout", "sum_timeout"):
             _positive(f"dca.{name}", getattr(self, name), " seconds")
@@ -170,7 +194,9 @@ class Scenario:
 
     def __post_init__(self) -> None:
         if self.seed < 0:
-            raise FieldError("seed", f"must be >= 0, got {self.seed}", "give a non-negative integer seed")
+            raise FieldError(
+                "seed", f"must be >= 0, got {self.seed}", "give a non-negative integer seed"
+            )
         n, t = self.population.clients, self.dca.tolerated
         if n <= t + 1:
             raise FieldError(

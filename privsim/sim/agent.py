@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import simpy
@@ -25,12 +25,15 @@ __all__ = ["Agent", "Behaviour", "Delivery"]
 Behaviour = Generator[simpy.Event, Any, Any]
 
 
+M = TypeVar("M", bound=Message)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Delivery:
+class Delivery(Generic[M]):
     """A message as the receiver gets it: authenticated sender, content, and times."""
 
     src: str
-    message: Message
+    message: M
     sent_at: float
     received_at: float
 
@@ -39,7 +42,15 @@ class Agent:
     """One party. Its randomness comes from streams named ``("agent", id, purpose)``."""
 
     __slots__ = (
-        "_net_rngs", "alive", "crashed_at", "finished_at", "id", "inbox", "result", "role", "world",
+        "_net_rngs",
+        "alive",
+        "crashed_at",
+        "finished_at",
+        "id",
+        "inbox",
+        "result",
+        "role",
+        "world",
     )
 
     def __init__(self, world: World, party_id: str, role: str) -> None:
@@ -68,7 +79,10 @@ class Agent:
         """The streams ``("net", id, "latency")`` and ``("net", id, "loss")`` for this party's sends."""
         if self._net_rngs is None:
             streams = self.world.streams
-            self._net_rngs = (streams.generator("net", self.id, "latency"), streams.generator("net", self.id, "loss"))
+            self._net_rngs = (
+                streams.generator("net", self.id, "latency"),
+                streams.generator("net", self.id, "loss"),
+            )
         return self._net_rngs
 
     def send(self, dst: str, message: Message) -> None:
@@ -80,22 +94,22 @@ class Agent:
         self.world.remember(self, name, value)
 
     def receive(
-        self, *kinds: type[Message], deadline: float | None = None
-    ) -> Generator[simpy.Event, Any, Delivery | None]:
+        self, *kinds: type[M], deadline: float | None = None
+    ) -> Generator[simpy.Event, Any, Delivery[M] | None]:
         """Wait for the next message of one of ``kinds`` (any kind if none given) until the
         absolute simulated time ``deadline``; ``None`` if the deadline passes first.
 
         A message arriving exactly at the deadline is received; a receive that times out
         leaves nothing behind that could swallow a later message (see :mod:`.inbox`).
         """
-        delivery: Delivery | None = yield from self.inbox.get(kinds, deadline)
+        delivery: Delivery[M] | None = yield from self.inbox.get(kinds, deadline)
         return delivery
 
     def receive_all(
-        self, *kinds: type[Message], count: int, deadline: float
-    ) -> Generator[simpy.Event, Any, list[Delivery]]:
+        self, *kinds: type[M], count: int, deadline: float
+    ) -> Generator[simpy.Event, Any, list[Delivery[M]]]:
         """Collect messages of ``kinds`` until ``count`` have arrived or ``deadline`` passes."""
-        got: list[Delivery] = []
+        got: list[Delivery[M]] = []
         while len(got) < count:
             delivery = yield from self.receive(*kinds, deadline=deadline)
             if delivery is None:

@@ -57,7 +57,9 @@ class MessageBus:
         env = world.env
         dst = world.agents.get(dst_id)
         if dst is None:
-            raise UnknownPartyError(f"{src.id} sent {type(message).__name__} to unknown party {dst_id!r}")
+            raise UnknownPartyError(
+                f"{src.id} sent {type(message).__name__} to unknown party {dst_id!r}"
+            )
         if not world.network.topology.allows(src.id, dst_id):
             raise TopologyError(
                 f"{src.id} -> {dst_id}: the topology has no such edge; add it to the scenario's "
@@ -81,27 +83,36 @@ class MessageBus:
         if self.envelopes is not None and isinstance(payload, bytes):
             self.envelopes[mid] = payload
         if src.id in world.coalition:
-            world.viewed.append(ViewedMessage(src=src.id, dst=dst_id, send_time=now, message=message))
+            world.viewed.append(
+                ViewedMessage(src=src.id, dst=dst_id, send_time=now, message=message)
+            )
         lost = loss_rng.random() < link.loss
         if lost:
             world.trace.settle(mid, Status.LOST)
             return
-        event = Arrival(env, departed + latency - now, _InFlight(mid, src, dst, payload, now, departed))
+        event = Arrival(
+            env, departed + latency - now, _InFlight(mid, src, dst, payload, now, departed)
+        )
         event.callbacks.append(self._arrive)
 
-    def inject(self, src_id: str, dst_id: str, envelope: bytes, *, kind: str, delay: float = 0.0) -> None:
+    def inject(
+        self, src_id: str, dst_id: str, envelope: bytes, *, kind: str, delay: float = 0.0
+    ) -> None:
         """Put raw bytes on the wire as if ``src_id`` had sent them (a network attacker's
         forgery or replay); they go through the receiver's checks like any message."""
         world = self.world
         now = float(world.env.now)
         mid = world.trace.record_send(src_id, dst_id, kind, len(envelope), now, now)
         event = Arrival(
-            world.env, delay, _InFlight(mid, world.agents[src_id], world.agents[dst_id], envelope, now, now)
+            world.env,
+            delay,
+            _InFlight(mid, world.agents[src_id], world.agents[dst_id], envelope, now, now),
         )
         event.callbacks.append(self._arrive)
 
     def _arrive(self, event: simpy.Event) -> None:
-        flight: _InFlight = event.value
+        flight = event.value
+        assert isinstance(flight, _InFlight)
         world = self.world
         now = float(world.env.now)
         src, dst = flight.src, flight.dst
@@ -111,17 +122,20 @@ class MessageBus:
         if not dst.alive:
             world.trace.settle(flight.message_id, Status.DROPPED_DEAD_RECEIVER, now)
             return
+        received: Message
         if isinstance(flight.payload, bytes):
             try:
-                message = decode(world.channels.open(src.id, dst.id, flight.payload))
+                received = decode(world.channels.open(src.id, dst.id, flight.payload))
             except (ChannelError, MessageCodecError):
                 world.trace.settle(flight.message_id, Status.REJECTED, now)
                 return
         else:
-            message = flight.payload
+            received = flight.payload
         world.trace.settle(flight.message_id, Status.DELIVERED, now)
         if dst.id in world.coalition and src.id not in world.coalition:
             world.viewed.append(
-                ViewedMessage(src=src.id, dst=dst.id, send_time=flight.sent_at, message=message)
+                ViewedMessage(src=src.id, dst=dst.id, send_time=flight.sent_at, message=received)
             )
-        dst.inbox.put(Delivery(src=src.id, message=message, sent_at=flight.sent_at, received_at=now))
+        dst.inbox.put(
+            Delivery(src=src.id, message=received, sent_at=flight.sent_at, received_at=now)
+        )

@@ -49,7 +49,9 @@ class FaultSpec:
         _check_probability("straggler_fraction", self.straggler_fraction)
         lo, hi = self.crash_window
         if not 0.0 <= lo <= hi:
-            raise ValueError(f"crash_window must satisfy 0 <= start <= end, got {self.crash_window}")
+            raise ValueError(
+                f"crash_window must satisfy 0 <= start <= end, got {self.crash_window}"
+            )
         if not self.straggler_slowdown >= 1.0:
             raise ValueError(f"straggler_slowdown must be >= 1, got {self.straggler_slowdown}")
         for party, t in self.crashes:

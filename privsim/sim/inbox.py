@@ -55,8 +55,12 @@ class Inbox:
 
     def put(self, delivery: Any) -> None:
         waiter = self._waiter
-        if waiter is not None and not waiter.triggered and self._waiter_match is not None \
-                and self._waiter_match(delivery):
+        if (
+            waiter is not None
+            and not waiter.triggered
+            and self._waiter_match is not None
+            and self._waiter_match(delivery)
+        ):
             waiter.succeed(delivery)
         else:
             self._items.append(delivery)

@@ -37,7 +37,7 @@ class TopologyError(ValueError):
 class LinkSpec:
     """One directed link's parameters: latency model, bandwidth in bytes/s, loss probability."""
 
-    latency: LatencyModel = ConstantLatency(value=0.0)
+    latency: LatencyModel = ConstantLatency(value=0.0)  # noqa: RUF009 (immutable)
     bandwidth: float = math.inf
     loss: float = 0.0
 

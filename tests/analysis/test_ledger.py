@@ -16,7 +16,7 @@ def test_single_gaussian_charge_at_exact_calibration_fits_the_budget():
 def test_a_second_mechanism_that_overspends_is_refused():
     ledger = PrivacyLedger(1.0, 1e-5)
     ledger.charge("first", dp_accounting.GaussianDpEvent(exact_sigma(1.0, 1e-5)))
-    with pytest.raises(BudgetExceededError, match="privacy.on_overspend"):
+    with pytest.raises(BudgetExceededError, match=r"privacy\.on_overspend"):
         ledger.charge("second", dp_accounting.GaussianDpEvent(exact_sigma(1.0, 1e-5)))
     assert [e.label for e in ledger.entries] == ["first"]
 

@@ -13,8 +13,11 @@ from privsim.protocols.dca.maths import (
     split_additive,
 )
 
-uint64_vectors = hnp.arrays(np.uint64, hnp.array_shapes(max_dims=1, min_side=1, max_side=64),
-                            elements=st.integers(0, 2**64 - 1))
+uint64_vectors = hnp.arrays(
+    np.uint64,
+    hnp.array_shapes(max_dims=1, min_side=1, max_side=64),
+    elements=st.integers(0, 2**64 - 1),
+)
 
 
 @settings(max_examples=200)
@@ -41,8 +44,10 @@ def test_m_minus_one_shares_look_uniform():
     assert abs(int(top) - 10_000) < 320
 
 
-@given(x=hnp.arrays(np.float64, st.integers(1, 50), elements=st.floats(-1e6, 1e6)),
-       f=st.integers(8, 40))
+@given(
+    x=hnp.arrays(np.float64, st.integers(1, 50), elements=st.floats(-1e6, 1e6)),
+    f=st.integers(8, 40),
+)
 def test_fixed_point_round_trip(x, f):
     back = decode_fixed(encode_fixed(x, f), f)
     assert np.all(np.abs(back - x) <= 2.0 ** (-f - 1) + 1e-9 * np.abs(x))

@@ -22,8 +22,14 @@ def _trace(sim):
     ]
 
 
-SERVERS_RELIABLE = [{"source": "compute", "target": "*", "loss": 0.0,
-                     "latency": {"model": "constant", "value": 0.001}}]
+SERVERS_RELIABLE = [
+    {
+        "source": "compute",
+        "target": "*",
+        "loss": 0.0,
+        "latency": {"model": "constant", "value": 0.001},
+    }
+]
 
 
 def test_exact_message_counts_without_faults():
@@ -40,15 +46,23 @@ def test_exact_message_counts_without_faults():
 @pytest.mark.parametrize("encryption", ["none", "aes-gcm"])
 def test_duration_equals_analytic_value_under_constant_latency_and_bandwidth(encryption):
     n, m, d, lat, bw = 30, 4, 16, 0.2, 5000.0
-    sim = simulate(make_scenario(
-        population={"clients": n, "compute_nodes": m}, data={"dimension": d},
-        network={"encryption": encryption,
-                 "link": {"latency": {"model": "constant", "value": lat}, "bandwidth": bw}},
-    ))
+    sim = simulate(
+        make_scenario(
+            population={"clients": n, "compute_nodes": m},
+            data={"dimension": d},
+            network={
+                "encryption": encryption,
+                "link": {"latency": {"model": "constant", "value": lat}, "bandwidth": bw},
+            },
+        )
+    )
     extra = 28 if encryption == "aes-gcm" else 0
     s1 = wire_size(Share(values=np.zeros(d, np.uint64))) + extra
     s2 = wire_size(ReceivedSet(clients=np.zeros((n + 7) // 8, np.uint8))) + extra
-    s3 = wire_size(NodeSum(values=np.zeros(d, np.uint64), included=np.zeros((n + 7) // 8, np.uint8))) + extra
+    s3 = (
+        wire_size(NodeSum(values=np.zeros(d, np.uint64), included=np.zeros((n + 7) // 8, np.uint8)))
+        + extra
+    )
     # Each client sends share k to node k in order through its uplink: node k has all
     # shares at (k+1) s1/B + L. Node j then sends its set to its peers in order; node k is
     # at position pos_j(k) in j's list. Node k sends its sum once it has every set and its
@@ -58,7 +72,8 @@ def test_duration_equals_analytic_value_under_constant_latency_and_bandwidth(enc
     for k in range(m):
         sets_in = max(
             share_end[j] + ([p for p in range(m) if p != j].index(k) + 1) * s2 / bw + lat
-            for j in range(m) if j != k
+            for j in range(m)
+            if j != k
         )
         uplink_free = share_end[k] + (m - 1) * s2 / bw
         finish.append(max(sets_in, uplink_free) + s3 / bw + lat)
@@ -68,9 +83,12 @@ def test_duration_equals_analytic_value_under_constant_latency_and_bandwidth(enc
 
 
 def test_same_seed_same_result_and_trace():
-    sc = make_scenario(faults={"absent": 0.1, "crash": 0.05, "crash_window": [0.0, 0.001]},
-                       network={"link": {"latency": {"model": "lognormal", "median": 0.01, "sigma": 1.0},
-                                         "loss": 0.02}})
+    sc = make_scenario(
+        faults={"absent": 0.1, "crash": 0.05, "crash_window": [0.0, 0.001]},
+        network={
+            "link": {"latency": {"model": "lognormal", "median": 0.01, "sigma": 1.0}, "loss": 0.02}
+        },
+    )
     a, b = simulate(sc), simulate(sc)
     np.testing.assert_array_equal(a.outcome.released, b.outcome.released)
     assert _trace(a) == _trace(b) and len(_trace(a)) > 0
@@ -79,18 +97,25 @@ def test_same_seed_same_result_and_trace():
 
 
 def test_encryption_does_not_change_any_protocol_result():
-    sc = make_scenario(faults={"absent": 0.1, "straggler_fraction": 0.2, "straggler_slowdown": 50.0},
-                       dca={"tolerated": 20},
-                       network={"link": {"latency": {"model": "lognormal", "median": 0.01, "sigma": 1.0},
-                                         "loss": 0.02},
-                                "overrides": SERVERS_RELIABLE})
+    sc = make_scenario(
+        faults={"absent": 0.1, "straggler_fraction": 0.2, "straggler_slowdown": 50.0},
+        dca={"tolerated": 20},
+        network={
+            "link": {"latency": {"model": "lognormal", "median": 0.01, "sigma": 1.0}, "loss": 0.02},
+            "overrides": SERVERS_RELIABLE,
+        },
+    )
     plain = simulate(sc)
-    secret = simulate(dataclasses.replace(sc, network=dataclasses.replace(sc.network, encryption="aes-gcm")))
+    secret = simulate(
+        dataclasses.replace(sc, network=dataclasses.replace(sc.network, encryption="aes-gcm"))
+    )
     assert plain.outcome.ok and not plain.outcome.included.all()  # faults did bite
     np.testing.assert_array_equal(plain.outcome.released, secret.outcome.released)
     np.testing.assert_array_equal(plain.outcome.included, secret.outcome.included)
     p, s = list(plain.world.trace.records()), list(secret.world.trace.records())
-    assert [(r.src, r.dst, r.kind, r.status) for r in p] == [(r.src, r.dst, r.kind, r.status) for r in s]
+    assert [(r.src, r.dst, r.kind, r.status) for r in p] == [
+        (r.src, r.dst, r.kind, r.status) for r in s
+    ]
     assert all(rs.wire_bytes == rp.wire_bytes + 28 for rp, rs in zip(p, s, strict=True))
     assert secret.world.channels.pairs_agreed > 0 and plain.world.channels.pairs_agreed == 0
 
@@ -98,10 +123,16 @@ def test_encryption_does_not_change_any_protocol_result():
 def test_changing_only_latency_changes_no_data_noise_or_shares():
     everyone = {"colluding_clients": 40}  # the whole population colludes: the view has every share
     patient = {"share_timeout": 100.0, "agreement_timeout": 100.0, "sum_timeout": 100.0}
-    slow = make_scenario(threat=everyone, dca=patient,
-                         network={"link": {"latency": {"model": "lognormal", "median": 0.5, "sigma": 1.0}}})
-    fast = make_scenario(threat=everyone, dca=patient,
-                         network={"link": {"latency": {"model": "uniform", "low": 0.0, "high": 0.001}}})
+    slow = make_scenario(
+        threat=everyone,
+        dca=patient,
+        network={"link": {"latency": {"model": "lognormal", "median": 0.5, "sigma": 1.0}}},
+    )
+    fast = make_scenario(
+        threat=everyone,
+        dca=patient,
+        network={"link": {"latency": {"model": "uniform", "low": 0.0, "high": 0.001}}},
+    )
     a, b = simulate(slow), simulate(fast)
     np.testing.assert_array_equal(a.data, b.data)
     va, vb = a.world.coalition_view(), b.world.coalition_view()
@@ -120,9 +151,12 @@ def test_aggregate_noise_variance_matches_theorem_1_scaling():
     sum(r^2) / v ~ chi^2_d; we accept between its 0.05% and 99.95% quantiles (two-sided
     0.1% test; at d = 20 000 that is about +-3.3% around v)."""
     n, t, dropped, d = 20, 5, 3, 20_000
-    sc = make_scenario(population={"clients": n, "compute_nodes": 3}, data={"dimension": d},
-                       dca={"tolerated": t},
-                       faults={"roles": [], "absent_parties": [f"client-{i}" for i in range(dropped)]})
+    sc = make_scenario(
+        population={"clients": n, "compute_nodes": 3},
+        data={"dimension": d},
+        dca={"tolerated": t},
+        faults={"roles": [], "absent_parties": [f"client-{i}" for i in range(dropped)]},
+    )
     sim = simulate(sc, seed=2024)
     assert sim.outcome.ok and int(sim.outcome.included.sum()) == n - dropped
     residual = sim.outcome.released - sim.included_sum()
@@ -152,17 +186,22 @@ def test_abort_beyond_t_and_release_within_t():
     beyond = simulate(make_scenario(dca={"tolerated": t}, faults=_absent(t + 1)))
     assert not beyond.outcome.ok and beyond.outcome.abort == "too_many_dropouts"
     assert beyond.ledger.epsilon() == 0.0  # nothing was released
-    released = simulate(make_scenario(dca={"tolerated": t, "on_excess_dropout": "release"},
-                                      faults=_absent(t + 3)))
+    released = simulate(
+        make_scenario(dca={"tolerated": t, "on_excess_dropout": "release"}, faults=_absent(t + 3))
+    )
     assert released.outcome.ok
     assert not released.ledger.within_budget and released.ledger.epsilon() > 1.0
 
 
 def test_colluders_count_against_the_guarantee():
     t = 4
-    ok = simulate(make_scenario(dca={"tolerated": t}, threat={"colluding_clients": 2}, faults=_absent(2)))
+    ok = simulate(
+        make_scenario(dca={"tolerated": t}, threat={"colluding_clients": 2}, faults=_absent(2))
+    )
     assert ok.ledger.within_budget
-    over = simulate(make_scenario(dca={"tolerated": t}, threat={"colluding_clients": 3}, faults=_absent(2)))
+    over = simulate(
+        make_scenario(dca={"tolerated": t}, threat={"colluding_clients": 3}, faults=_absent(2))
+    )
     assert over.outcome.ok and not over.ledger.within_budget  # the protocol cannot see colluders
 
 
@@ -171,7 +210,9 @@ def test_all_compute_nodes_colluding_see_every_input_and_m_minus_one_see_nothing
     full = simulate(make_scenario(threat={"colluding_servers": nodes}))
     seen = reconstructed_dca_inputs(full.world.coalition_view(), nodes, 32)
     assert len(seen) == 40
-    part = simulate(make_scenario(threat={"colluding_servers": nodes[:2], "colluding_clients": ["client-0"]}))
+    part = simulate(
+        make_scenario(threat={"colluding_servers": nodes[:2], "colluding_clients": ["client-0"]})
+    )
     view = part.world.coalition_view()
     recovered = reconstructed_dca_inputs(view, nodes, 32)
     assert set(recovered) == {"client-0"}  # only the colluding client's own shares are complete
@@ -186,11 +227,17 @@ def test_compute_node_crash_aborts():
 
 
 def test_lost_shares_exclude_clients_consistently():
-    sim = simulate(make_scenario(dca={"tolerated": 30},
-                                 network={"link": {"loss": 0.05}, "overrides": SERVERS_RELIABLE}), seed=3)
+    sim = simulate(
+        make_scenario(
+            dca={"tolerated": 30}, network={"link": {"loss": 0.05}, "overrides": SERVERS_RELIABLE}
+        ),
+        seed=3,
+    )
     statuses = [r.status for r in sim.world.trace.records() if r.kind == "Share"]
     assert Status.LOST in statuses and sim.outcome.ok
-    lost_from = {r.src for r in sim.world.trace.records() if r.kind == "Share" and r.status is Status.LOST}
+    lost_from = {
+        r.src for r in sim.world.trace.records() if r.kind == "Share" and r.status is Status.LOST
+    }
     included = {c for c, inc in zip(sim.clients, sim.outcome.included, strict=True) if inc}
     assert included == set(sim.clients) - lost_from
 

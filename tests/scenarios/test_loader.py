@@ -38,10 +38,21 @@ def _error(changes=None, remove=None) -> ScenarioError:
         ({"privacy": {"epsilon": "1"}}, "privacy.epsilon", "expected a number"),
         ({"baseline": "yes"}, "baseline", "true or false"),
         ({"dca": {"tolerated": 39}}, "dca.tolerated", "N > T + 1"),
-        ({"population": {"clients": 6}, "dca": {"tolerated": 5}}, "dca.tolerated", "lower dca.tolerated"),
-        ({"network": {"link": {"latency": {"model": "constant", "value": -0.1}}}},
-         "network.link.latency.value", "negative"),
-        ({"network": {"link": {"latency": {"model": "warp"}}}}, "network.link.latency.model", "lognormal"),
+        (
+            {"population": {"clients": 6}, "dca": {"tolerated": 5}},
+            "dca.tolerated",
+            "lower dca.tolerated",
+        ),
+        (
+            {"network": {"link": {"latency": {"model": "constant", "value": -0.1}}}},
+            "network.link.latency.value",
+            "negative",
+        ),
+        (
+            {"network": {"link": {"latency": {"model": "warp"}}}},
+            "network.link.latency.model",
+            "lognormal",
+        ),
         ({"network": {"link": {"loss": 1.5}}}, "network.link.loss", "[0, 1]"),
         ({"faults": {"absent": -0.2}}, "faults.absent", "[0, 1]"),
         ({"faults": {"crash": 2}}, "faults.crash", "[0, 1]"),
@@ -67,8 +78,10 @@ def test_missing_required_field_is_named():
 
 
 def test_round_trip_through_toml(tmp_path):
-    sc = make_scenario(threat={"colluding_clients": ["client-1", "client-2"]},
-                       network={"link": {"latency": {"model": "lognormal", "median": 0.1, "sigma": 0.4}}})
+    sc = make_scenario(
+        threat={"colluding_clients": ["client-1", "client-2"]},
+        network={"link": {"latency": {"model": "lognormal", "median": 0.1, "sigma": 0.4}}},
+    )
     path = tmp_path / "s.toml"
     path.write_text(scenario_to_toml(sc))
     back = load_scenario(path)

@@ -21,7 +21,9 @@ class Sample(Message):
 
 
 @given(
-    values=hnp.arrays(dtype=st.sampled_from([np.uint64, np.float64, np.uint8]), shape=hnp.array_shapes(max_dims=3)),
+    values=hnp.arrays(
+        dtype=st.sampled_from([np.uint64, np.float64, np.uint8]), shape=hnp.array_shapes(max_dims=3)
+    ),
     count=st.integers(-(2**63), 2**63 - 1),
     label=st.text(max_size=20),
     ids=st.lists(st.integers(0, 2**40), max_size=5).map(tuple),
@@ -36,7 +38,13 @@ def test_encode_decode_round_trip_and_wire_size(values, count, label, ids, scale
     assert isinstance(back, Sample)
     np.testing.assert_array_equal(back.values, values)
     assert back.values.dtype == values.dtype
-    assert (back.count, back.label, back.ids, back.scale, back.flag) == (count, label, ids, scale, flag)
+    assert (back.count, back.label, back.ids, back.scale, back.flag) == (
+        count,
+        label,
+        ids,
+        scale,
+        flag,
+    )
 
 
 def test_arrays_are_read_only_once_sent():

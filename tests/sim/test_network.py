@@ -9,7 +9,9 @@ def test_party_override_beats_role_override_beats_default():
         LinkSpec(latency=ConstantLatency(value=1.0), bandwidth=10.0, loss=0.1),
         (
             LinkOverride(source="client-3", target="server", latency=ConstantLatency(value=3.0)),
-            LinkOverride(source="client", target="*", bandwidth=20.0, latency=ConstantLatency(value=2.0)),
+            LinkOverride(
+                source="client", target="*", bandwidth=20.0, latency=ConstantLatency(value=2.0)
+            ),
         ),
     )
     plain = net.link("client-1", "client", "s", "server")

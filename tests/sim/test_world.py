@@ -27,7 +27,9 @@ class Pong(Message):
 
 
 def _world(latency=0.5, bandwidth=1e9, loss=0.0, **kwargs) -> World:
-    net = NetworkModel(LinkSpec(latency=ConstantLatency(value=latency), bandwidth=bandwidth, loss=loss))
+    net = NetworkModel(
+        LinkSpec(latency=ConstantLatency(value=latency), bandwidth=bandwidth, loss=loss)
+    )
     return World(seed=1, network=kwargs.pop("network", net), **kwargs)
 
 
@@ -48,7 +50,10 @@ def test_delivery_time_is_queue_plus_transmission_plus_latency():
     w.start(a, sender(a))
     w.start(b, receiver(b))
     w.run()
-    assert b.result == [(1, pytest.approx(size / 100 + 0.5)), (2, pytest.approx(2 * size / 100 + 0.5))]
+    assert b.result == [
+        (1, pytest.approx(size / 100 + 0.5)),
+        (2, pytest.approx(2 * size / 100 + 0.5)),
+    ]
     assert [r.wire_bytes for r in w.trace.records()] == [size, size]
 
 
@@ -134,7 +139,8 @@ def test_crashed_party_stops_and_messages_to_it_are_dropped():
 def test_sender_crash_loses_messages_still_in_its_uplink():
     # 10 bytes/s: each message takes seconds to transmit; the crash at 1.0 s cuts the queue.
     w = _world(latency=0.0, bandwidth=10.0, faults=FaultSpec(roles=(), crashes=(("a", 1.0),)))
-    a, b = w.add_party("a", "x"), w.add_party("b", "y")
+    a = w.add_party("a", "x")
+    w.add_party("b", "y")
 
     def sender(agent):
         for n in range(3):
@@ -220,7 +226,11 @@ def test_tampered_and_replayed_envelopes_are_rejected_and_recorded():
     w.start(b, receiver(b))
     w.run()
     assert b.result == [1]
-    assert [r.status for r in w.trace.records()] == [Status.DELIVERED, Status.REJECTED, Status.REJECTED]
+    assert [r.status for r in w.trace.records()] == [
+        Status.DELIVERED,
+        Status.REJECTED,
+        Status.REJECTED,
+    ]
 
 
 def test_coalition_view_holds_members_messages_in_clear_and_their_private_state():
@@ -258,9 +268,13 @@ def test_coalition_of_t_clients_is_drawn_from_clients():
 
 
 def test_straggler_slowdown_scales_latency_and_transmission():
-    w = _world(latency=1.0, bandwidth=1e9, faults=FaultSpec(roles=("x",), straggler_fraction=1.0,
-                                                             straggler_slowdown=5.0))
-    a, b = w.add_party("a", "x"), w.add_party("b", "y")
+    w = _world(
+        latency=1.0,
+        bandwidth=1e9,
+        faults=FaultSpec(roles=("x",), straggler_fraction=1.0, straggler_slowdown=5.0),
+    )
+    a = w.add_party("a", "x")
+    w.add_party("b", "y")
 
     def sender(agent):
         agent.send("b", Ping(n=1))

@@ -79,17 +79,19 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
     # waiting out the share deadline.
     agreement_deadline = share_deadline + plan.agreement_timeout
     while len(heard) < len(peers):
-        delivery = yield from agent.receive(ReceivedSet, deadline=agreement_deadline)
-        if delivery is None:
+        reply = yield from agent.receive(ReceivedSet, deadline=agreement_deadline)
+        if reply is None:
             break
-        if delivery.src in peers and delivery.src not in heard:
-            heard.add(delivery.src)
-            agreed &= np.unpackbits(delivery.message.clients, count=n).astype(bool)
+        if reply.src in peers and reply.src not in heard:
+            heard.add(reply.src)
+            agreed &= np.unpackbits(reply.message.clients, count=n).astype(bool)
     if len(heard) < len(peers):
         missing = sorted(set(peers) - heard)
         agent.send(
             plan.aggregator,
-            NodeAbort(reason=AbortReason.AGREEMENT_INCOMPLETE, detail=f"no received-set from {missing}"),
+            NodeAbort(
+                reason=AbortReason.AGREEMENT_INCOMPLETE, detail=f"no received-set from {missing}"
+            ),
         )
         return
 
@@ -104,8 +106,8 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
         )
         return
     total = np.zeros(plan.dimension, dtype=np.uint64)
-    for i in np.flatnonzero(agreed):
-        total += received[int(i)]
+    for index in np.flatnonzero(agreed).tolist():
+        total += received[index]
     agent.send(plan.aggregator, NodeSum(values=total, included=np.packbits(agreed)))
 
 
