@@ -21,9 +21,11 @@ from privsim import __version__
 from privsim.analysis.calibration import gaussian_sigma
 from privsim.analysis.cost import CostReport, communication_cost
 from privsim.analysis.ledger import PrivacyLedger
-from privsim.data.synthetic import clip_l2, gaussian_vectors
+from privsim.data.synthetic import SyntheticVectors
 from privsim.protocols import trusted_aggregator as ta
 from privsim.protocols.dca import behaviours as dca
+from privsim.protocols.dca.batched import ShareRound, client_population, compute_node_batched
+from privsim.protocols.dca.inputs import ClientData, ClientInputs
 from privsim.protocols.dca.maths import client_noise_std, fixed_point_bound
 from privsim.protocols.outcome import AbortReason, SumOutcome
 from privsim.scenarios.schema import Scenario
@@ -54,30 +56,51 @@ class Simulation:
     protocol: str
     world: World
     outcome: SumOutcome
-    data: npt.NDArray[np.float64]
+    data: ClientData
     clients: tuple[str, ...]
     ledger: PrivacyLedger
     sensitivity: float
     sigma_std: float
     client_noise_std: float
     wall_seconds: float
+    delivery: str
 
     @property
     def true_sum(self) -> npt.NDArray[np.float64]:
         """Σ z_i over every client (the target without dropouts)."""
-        return np.asarray(self.data.sum(axis=0))
+        return self.data.sum()
 
     def included_sum(self) -> npt.NDArray[np.float64] | None:
         """Σ z_i over the clients the protocol included (the target it actually estimates)."""
         if self.outcome.included is None:
             return None
-        return np.asarray(self.data[self.outcome.included].sum(axis=0))
+        return self.data.sum(self.outcome.included)
 
 
 def _sensitivity(scenario: Scenario) -> float:
     """L2 sensitivity of Σ z_i with ||z_i|| <= C: 2C for replace-one, C for add/remove."""
     c = scenario.data.clip_norm
     return 2.0 * c if scenario.privacy.neighbour == "replace_one" else c
+
+
+#: From this many clients, ``delivery = "auto"`` sends the client shares in batches.
+BATCHED_FROM_CLIENTS = 1000
+
+
+def _delivery(scenario: Scenario) -> str:
+    """Resolve ``dca.delivery``. Batched delivery keeps no per-share view for colluding
+    compute nodes, so a scenario with one uses the per-message path."""
+    choice = scenario.dca.delivery
+    node_colludes = any(s.startswith("compute-") for s in scenario.threat.colluding_servers)
+    if choice == "batched" and node_colludes:
+        raise ValueError(
+            "dca.delivery = 'batched' cannot record the shares colluding compute nodes receive; "
+            "use delivery = 'per_message' (or 'auto') with threat.colluding_servers naming compute nodes"
+        )
+    if choice == "auto":
+        batched = scenario.population.clients >= BATCHED_FROM_CLIENTS and not node_colludes
+        return "batched" if batched else "per_message"
+    return choice
 
 
 def _topology(scenario: Scenario, parties: list[str]) -> Topology:
@@ -146,14 +169,15 @@ def simulate(
     clients = tuple(f"client-{i}" for i in range(n))
     nodes = tuple(f"compute-{k}" for k in range(pop.compute_nodes)) if protocol == "dca" else ()
 
-    raw = gaussian_vectors(
+    data = SyntheticVectors(  # each client clips its own vector
         n,
         d,
         mean=scenario.data.mean,
         scale=scenario.data.scale,
-        rng=streams.fresh("data", "synthetic"),
+        clip_norm=scenario.data.clip_norm,
+        stream=streams.keystream("data", "synthetic"),
+        distribution=scenario.data.distribution,
     )
-    data = clip_l2(raw, scenario.data.clip_norm)  # each client clips its own vector
 
     sensitivity = _sensitivity(scenario)
     privacy = scenario.privacy
@@ -198,15 +222,32 @@ def simulate(
             sum_timeout=cfg.sum_timeout,
             release_beyond_tolerance=cfg.on_excess_dropout == "release",
         )
-        for agent, z in zip(client_agents, data, strict=True):
-            world.start(agent, dca.client(agent, z, plan))
+        inputs = ClientInputs(
+            data=data,
+            noise=streams.keystream("dca", "noise"),
+            randomness=streams.keystream("dca", "shares"),
+            noise_std=noise_std,
+            fraction_bits=cfg.fraction_bits,
+            n_nodes=len(nodes),
+        )
+        delivery = _delivery(scenario)
+        if delivery == "batched":
+            share_round = ShareRound(world, plan, inputs)
+            world.start_group("clients", client_population(world, plan, inputs))
+        else:
+            for agent in client_agents:
+                world.start(agent, dca.client(agent, inputs, plan))
         for node in nodes:
             agent = world.add_party(node, "compute")
-            world.start(agent, dca.compute_node(agent, plan))
+            if delivery == "batched":
+                world.start(agent, compute_node_batched(agent, plan, share_round))
+            else:
+                world.start(agent, dca.compute_node(agent, plan))
         out = world.add_party(OUTPUT_PARTY, "aggregator")
         world.start(out, dca.aggregator(out, plan))
     elif protocol == "trusted_aggregator":
         noise_std = 0.0
+        delivery = "per_message"
         ta_plan = ta.TrustedAggregatorPlan(
             clients=clients,
             curator=OUTPUT_PARTY,
@@ -214,8 +255,8 @@ def simulate(
             sigma=sigma_std,
             timeout=cfg.share_timeout,
         )
-        for agent, z in zip(client_agents, data, strict=True):
-            world.start(agent, ta.client(agent, z, ta_plan))
+        for agent in client_agents:
+            world.start(agent, ta.client(agent, data.rows([agent.role_index])[0], ta_plan))
         out = world.add_party(OUTPUT_PARTY, "aggregator")
         world.start(out, ta.curator(out, ta_plan))
     else:
@@ -248,6 +289,7 @@ def simulate(
         sigma_std=sigma_std,
         client_noise_std=noise_std,
         wall_seconds=time.perf_counter() - started,
+        delivery=delivery,
     )
 
 

@@ -66,10 +66,12 @@ class PopulationConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DataConfig:
-    """Each client's d-dimensional vector z_i. ``synthetic``: coordinates
-    N(mean, scale²), then clipped by the client to L2 norm ``clip_norm``."""
+    """Each client's d-dimensional vector z_i. ``synthetic``: coordinates mean + scale·u
+    with u standard normal (``distribution = "gaussian"``) or uniform with unit variance
+    (``"uniform"``, cheaper at scale), then clipped by the client to L2 norm ``clip_norm``."""
 
     source: Literal["synthetic"] = "synthetic"
+    distribution: Literal["gaussian", "uniform"] = "gaussian"
     dimension: int = 10
     clip_norm: float = 1.0
     mean: float = 0.0
@@ -154,7 +156,9 @@ class PrivacyConfig:
 class DcaConfig:
     """DCA parameters: ``tolerated`` is T of Theorem 1 (dropped-or-colluding clients the
     noise is scaled for); timeouts in simulated seconds; ``on_excess_dropout`` says
-    what to do when more than T clients are missing."""
+    what to do when more than T clients are missing. ``delivery`` chooses how client
+    shares travel: ``per_message`` (one event per share), ``batched`` (one event per
+    node, identical results, for large N) or ``auto`` (batched from 1,000 clients)."""
 
     tolerated: int = 0
     fraction_bits: int = 32
@@ -162,6 +166,7 @@ class DcaConfig:
     agreement_timeout: float = 0.5
     sum_timeout: float = 0.5
     on_excess_dropout: Literal["abort", "release"] = "abort"
+    delivery: Literal["auto", "per_message", "batched"] = "auto"
 
     def __post_init__(self) -> None:
         if self.tolerated < 0:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 import simpy
 
-from privsim.sim.inbox import Inbox
+from privsim.sim.inbox import BatchArrivals, Inbox
 from privsim.sim.messages import Message
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ class Agent:
     """One party. Its randomness comes from streams named ``("agent", id, purpose)``."""
 
     __slots__ = (
-        "_net_rngs",
         "alive",
         "crashed_at",
         "finished_at",
@@ -50,19 +49,21 @@ class Agent:
         "inbox",
         "result",
         "role",
+        "role_index",
         "world",
     )
 
-    def __init__(self, world: World, party_id: str, role: str) -> None:
+    def __init__(self, world: World, party_id: str, role: str, role_index: int) -> None:
         self.world = world
         self.id = party_id
         self.role = role
+        #: Position among the parties of its role: its index in population streams.
+        self.role_index = role_index
         self.inbox = Inbox(world.env)
         self.alive = True
         self.crashed_at: float | None = None
         self.finished_at: float | None = None
         self.result: Any = None
-        self._net_rngs: tuple[np.random.Generator, np.random.Generator] | None = None
 
     def __repr__(self) -> str:
         return f"Agent({self.id!r}, role={self.role!r})"
@@ -74,16 +75,6 @@ class Agent:
     def rng(self, purpose: str) -> np.random.Generator:
         """This party's generator for ``purpose`` (e.g. ``"noise"``, ``"shares"``)."""
         return self.world.streams.generator("agent", self.id, purpose)
-
-    def network_rngs(self) -> tuple[np.random.Generator, np.random.Generator]:
-        """The streams ``("net", id, "latency")`` and ``("net", id, "loss")`` for this party's sends."""
-        if self._net_rngs is None:
-            streams = self.world.streams
-            self._net_rngs = (
-                streams.generator("net", self.id, "latency"),
-                streams.generator("net", self.id, "loss"),
-            )
-        return self._net_rngs
 
     def send(self, dst: str, message: Message) -> None:
         """Hand ``message`` to the bus; it arrives (or not) as the network decides."""
@@ -104,6 +95,15 @@ class Agent:
         """
         delivery: Delivery[M] | None = yield from self.inbox.get(kinds, deadline)
         return delivery
+
+    def receive_batch(
+        self, kind: type[Message], *, count: int, deadline: float
+    ) -> Generator[simpy.Event, Any, BatchArrivals]:
+        """Wait for batched ``kind`` messages (see :meth:`MessageBus.send_batch`) until
+        ``count`` have arrived or ``deadline`` passes; returns exactly those that arrived
+        by then, as :meth:`receive_all` would have collected them one by one."""
+        arrivals: BatchArrivals = yield from self.inbox.get_batch(kind.__name__, count, deadline)
+        return arrivals
 
     def receive_all(
         self, *kinds: type[M], count: int, deadline: float

@@ -5,27 +5,38 @@ leave its uplink, is transmitted in ``wire_bytes / bandwidth`` seconds, then fli
 latency drawn from the link's model (both scaled by a straggler's slowdown). On arrival
 it is dropped if the receiver is dead, rejected if it fails authentication, and put in
 the receiver's inbox otherwise. Every fate is written to the trace.
+
+Network draws come from counter-based streams (:mod:`privsim.sim.keystream`) named
+``("net", role, "latency")`` and ``("net", role, "loss")``: the j-th message a party
+sends uses word j of its stream. :meth:`MessageBus.send_batch` computes the same draws
+for many senders at once, so batched and per-message delivery agree message for message.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
 import simpy
 
 from privsim.sim.agent import Agent, Delivery
-from privsim.sim.channels import ChannelError
+from privsim.sim.channels import OVERHEAD_BYTES, ChannelError
 from privsim.sim.coalition import ViewedMessage
 from privsim.sim.inbox import Arrival
+from privsim.sim.keystream import KeyStream, uniforms
 from privsim.sim.messages import Message, MessageCodecError, decode, encode, wire_size
-from privsim.sim.network import TopologyError
+from privsim.sim.network import CompleteTopology, LinkSpec, TopologyError
 from privsim.sim.trace import Status
 
 if TYPE_CHECKING:
     from privsim.sim.world import World
 
-__all__ = ["MessageBus", "UnknownPartyError"]
+__all__ = ["BatchFlight", "MessageBus", "UnknownPartyError"]
+
+_CACHE_WORDS = 64
 
 
 class UnknownPartyError(KeyError):
@@ -42,6 +53,47 @@ class _InFlight:
     departed_at: float
 
 
+@dataclass(slots=True)
+class BatchFlight:
+    """One message from each of ``senders`` (role indices) to ``dst``, sent together.
+
+    ``arrival`` is when each would reach the receiver; ``deliverable`` is False for a
+    message lost on the link or still queued when its sender crashed. The receiver takes
+    the messages of a flight with :meth:`~privsim.sim.agent.Agent.receive_batch`.
+    """
+
+    kind: str
+    role: str
+    senders: npt.NDArray[np.int64]
+    dst: Agent
+    sent_at: float
+    departed: npt.NDArray[np.float64]
+    arrival: npt.NDArray[np.float64]
+    deliverable: npt.NDArray[np.bool_]
+    lost: npt.NDArray[np.bool_]
+    first_id: int
+
+
+class _RoleState:
+    """Per-role arrays: uplink queues, send counters, slowdowns, crash times."""
+
+    __slots__ = ("crash", "latency", "loss", "sent", "slowdown", "uplink_free")
+
+    def __init__(self, world: World, role: str, parties: Sequence[str]) -> None:
+        n = len(parties)
+        self.uplink_free = np.zeros(n)
+        self.sent = np.zeros(n, dtype=np.int64)
+        self.slowdown = np.array([world.faults.slowdown.get(p, 1.0) for p in parties])
+        self.crash = np.array(
+            [
+                -np.inf if p in world.faults.absent else world.faults.crash_times.get(p, np.inf)
+                for p in parties
+            ]
+        )
+        self.latency = world.streams.keystream("net", role, "latency")
+        self.loss = world.streams.keystream("net", role, "loss")
+
+
 class MessageBus:
     """Delivers messages between the agents of one :class:`~privsim.sim.world.World`."""
 
@@ -50,21 +102,47 @@ class MessageBus:
         self.encrypt = encrypt
         #: Raw ciphertexts by message id (what an eavesdropper on the wire sees); tests only.
         self.envelopes: dict[int, bytes] | None = {} if keep_envelopes else None
-        self._uplink_free: dict[str, float] = {}
+        self.flights: list[BatchFlight] = []
+        self._roles: dict[str, _RoleState] = {}
+        self._word_cache: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray]] = {}
+
+    def prepare(self, parties_by_role: Mapping[str, Sequence[str]]) -> None:
+        """Set up per-role state once every party is known (called at launch)."""
+        self._roles = {
+            role: _RoleState(self.world, role, ps) for role, ps in parties_by_role.items()
+        }
+
+    # -- per-message path -----------------------------------------------------------------
+    def _draws(self, agent: Agent) -> tuple[float, float]:
+        """(latency uniform, loss uniform) for ``agent``'s next message."""
+        state = self._roles[agent.role]
+        j = int(state.sent[agent.role_index])
+        state.sent[agent.role_index] = j + 1
+        key = (agent.role, agent.role_index)
+        cached = self._word_cache.get(key)
+        if cached is None or not cached[0] <= j < cached[0] + _CACHE_WORDS:
+            start = j - j % _CACHE_WORDS
+            lat = uniforms(state.latency.words([agent.role_index], start, _CACHE_WORDS)[0])
+            loss = uniforms(state.loss.words([agent.role_index], start, _CACHE_WORDS)[0])
+            cached = (start, lat, loss)
+            self._word_cache[key] = cached
+        return float(cached[1][j - cached[0]]), float(cached[2][j - cached[0]])
+
+    def _check_route(self, src_id: str, dst_id: str, kind: str) -> Agent:
+        dst = self.world.agents.get(dst_id)
+        if dst is None:
+            raise UnknownPartyError(f"{src_id} sent {kind} to unknown party {dst_id!r}")
+        if not self.world.network.topology.allows(src_id, dst_id):
+            raise TopologyError(
+                f"{src_id} -> {dst_id}: the topology has no such edge; add it to the scenario's "
+                "network topology or route the message through a party that has one"
+            )
+        return dst
 
     def send(self, src: Agent, dst_id: str, message: Message) -> None:
         world = self.world
         env = world.env
-        dst = world.agents.get(dst_id)
-        if dst is None:
-            raise UnknownPartyError(
-                f"{src.id} sent {type(message).__name__} to unknown party {dst_id!r}"
-            )
-        if not world.network.topology.allows(src.id, dst_id):
-            raise TopologyError(
-                f"{src.id} -> {dst_id}: the topology has no such edge; add it to the scenario's "
-                "network topology or route the message through a party that has one"
-            )
+        dst = self._check_route(src.id, dst_id, type(message).__name__)
         payload: Message | bytes
         if self.encrypt:
             payload = world.channels.seal(src.id, dst_id, encode(message))
@@ -74,11 +152,13 @@ class MessageBus:
             size = wire_size(message)
         now = float(env.now)
         link = world.network.link(src.id, src.role, dst_id, dst.role)
-        slow = world.faults.slowdown.get(src.id, 1.0)
-        departed = max(now, self._uplink_free.get(src.id, 0.0)) + slow * size / link.bandwidth
-        self._uplink_free[src.id] = departed
-        latency_rng, loss_rng = src.network_rngs()
-        latency = slow * link.latency.sample_one(latency_rng)
+        state = self._roles[src.role]
+        i = src.role_index
+        slow = float(state.slowdown[i])
+        departed = max(now, float(state.uplink_free[i])) + slow * size / link.bandwidth
+        state.uplink_free[i] = departed
+        u_latency, u_loss = self._draws(src)
+        latency = slow * float(link.latency.from_uniform(np.array(u_latency)))
         mid = world.trace.record_send(src.id, dst_id, type(message).__name__, size, now, departed)
         if self.envelopes is not None and isinstance(payload, bytes):
             self.envelopes[mid] = payload
@@ -86,8 +166,7 @@ class MessageBus:
             world.viewed.append(
                 ViewedMessage(src=src.id, dst=dst_id, send_time=now, message=message)
             )
-        lost = loss_rng.random() < link.loss
-        if lost:
+        if u_loss < link.loss:
             world.trace.settle(mid, Status.LOST)
             return
         event = Arrival(
@@ -103,12 +182,8 @@ class MessageBus:
         world = self.world
         now = float(world.env.now)
         mid = world.trace.record_send(src_id, dst_id, kind, len(envelope), now, now)
-        event = Arrival(
-            world.env,
-            delay,
-            _InFlight(mid, world.agents[src_id], world.agents[dst_id], envelope, now, now),
-        )
-        event.callbacks.append(self._arrive)
+        flight = _InFlight(mid, world.agents[src_id], world.agents[dst_id], envelope, now, now)
+        Arrival(world.env, delay, flight).callbacks.append(self._arrive)
 
     def _arrive(self, event: simpy.Event) -> None:
         flight = event.value
@@ -139,3 +214,126 @@ class MessageBus:
         dst.inbox.put(
             Delivery(src=src.id, message=received, sent_at=flight.sent_at, received_at=now)
         )
+
+    # -- batched path ---------------------------------------------------------------------
+    def send_batch(
+        self, role: str, senders: npt.ArrayLike, dst_id: str, kind: type[Message], wire_bytes: int
+    ) -> BatchFlight:
+        """Send one ``kind`` message of ``wire_bytes`` from each sender (role indices, in
+        the order they send) to ``dst_id``, with exactly the queueing, latency and loss
+        draws that as many :meth:`send` calls would make. Payloads are not materialised:
+        the protocol computes them from its own deterministic streams when it reads them.
+        """
+        world = self.world
+        idx = np.asarray(senders, dtype=np.int64)
+        parties = world.parties_by_role[role]
+        state = self._roles[role]
+        dst = self._check_route(parties[int(idx[0])] if idx.size else dst_id, dst_id, kind.__name__)
+        if not isinstance(world.network.topology, CompleteTopology):
+            for i in idx.tolist():
+                self._check_route(parties[i], dst_id, kind.__name__)
+        now = float(world.env.now)
+        if self.encrypt:
+            wire_bytes += OVERHEAD_BYTES
+        links = self._links(role, idx, dst)
+        slow = state.slowdown[idx]
+        departed = np.maximum(now, state.uplink_free[idx]) + slow * wire_bytes / links.bandwidth
+        state.uplink_free[idx] = departed
+        positions = state.sent[idx]
+        state.sent[idx] += 1
+        u_latency = _words_at(state.latency, idx, positions)
+        u_loss = _words_at(state.loss, idx, positions)
+        latency = slow * links.latency_from(u_latency)
+        lost = u_loss < links.loss
+        sender_crashed = state.crash[idx] < departed
+        first_id = world.trace.record_batch(
+            role=role,
+            senders=idx,
+            dst=dst_id,
+            kind=kind.__name__,
+            wire_bytes=wire_bytes,
+            send_time=now,
+            depart_time=departed,
+        )
+        flight = BatchFlight(
+            kind=kind.__name__,
+            role=role,
+            senders=idx,
+            dst=dst,
+            sent_at=now,
+            departed=departed,
+            arrival=departed + latency,
+            deliverable=~lost & ~sender_crashed,
+            lost=lost,
+            first_id=first_id,
+        )
+        self.flights.append(flight)
+        dst.inbox.put_flight(flight)
+        return flight
+
+    def _links(self, role: str, idx: npt.NDArray[np.int64], dst: Agent) -> _LinkColumns:
+        parties = self.world.parties_by_role[role]
+        network = self.world.network
+        base = (
+            network.link(parties[int(idx[0])], role, dst.id, dst.role) if idx.size else LinkSpec()
+        )
+        special = [k for k, i in enumerate(idx.tolist()) if parties[i] in network.named_parties]
+        if dst.id in network.named_parties:
+            special = list(range(idx.size))
+        return _LinkColumns(
+            base,
+            {k: network.link(parties[int(idx[k])], role, dst.id, dst.role) for k in special},
+            idx.size,
+        )
+
+    def finalise(self) -> None:
+        """Settle the fate of every batched message once the run is over, as the
+        per-message path would have: dropped if the receiver was absent or had crashed
+        before the arrival (an arrival at the very instant of a crash still lands)."""
+        absent = self.world.faults.absent
+        for f in self.flights:
+            if f.dst.id in absent:
+                crash = -np.inf
+            else:
+                crash = f.dst.crashed_at if f.dst.crashed_at is not None else np.inf
+            status = np.full(f.lost.size, Status.DELIVERED, dtype=np.int8)
+            status[f.arrival > crash] = Status.DROPPED_DEAD_RECEIVER
+            status[~f.deliverable & ~f.lost] = Status.SENDER_CRASHED
+            status[f.lost] = Status.LOST
+            recv = np.where(f.deliverable, f.arrival, np.nan)
+            self.world.trace.settle_batch(f.first_id, status, recv)
+
+
+def _words_at(stream: KeyStream, parties: npt.NDArray[np.int64], positions: npt.NDArray[np.int64]):
+    """Uniform from word ``positions[k]`` of party ``parties[k]`` (vectorised)."""
+    if parties.size == 0:
+        return np.zeros(0)
+    if np.all(positions == positions[0]):
+        return uniforms(stream.words(parties, int(positions[0]), 1)[:, 0])
+    out = np.empty(parties.size)
+    for p in np.unique(positions).tolist():
+        sel = positions == p
+        out[sel] = uniforms(stream.words(parties[sel], p, 1)[:, 0])
+    return out
+
+
+class _LinkColumns:
+    """Link parameters for each message of a batch: one shared link plus exceptions."""
+
+    def __init__(self, base: LinkSpec, special: dict[int, LinkSpec], n: int) -> None:
+        self.base, self.special, self.n = base, special, n
+        if special:
+            self.bandwidth = np.full(n, base.bandwidth)
+            self.loss = np.full(n, base.loss)
+            for k, link in special.items():
+                self.bandwidth[k] = link.bandwidth
+                self.loss[k] = link.loss
+        else:
+            self.bandwidth = base.bandwidth  # type: ignore[assignment]
+            self.loss = base.loss  # type: ignore[assignment]
+
+    def latency_from(self, u: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        out = np.asarray(self.base.latency.from_uniform(u), dtype=np.float64)
+        for k, link in self.special.items():
+            out[k] = float(link.latency.from_uniform(u[k : k + 1])[0])
+        return out

@@ -13,14 +13,31 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import simpy
 from simpy.events import URGENT
 
 from privsim.sim.messages import Message
 
-__all__ = ["Arrival", "Inbox"]
+__all__ = ["Arrival", "BatchArrivals", "Inbox"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchArrivals:
+    """Batched messages taken by one receive: which senders' messages arrived, and when.
+
+    ``senders`` are role indices (of ``role``), in arrival order; ``flights`` are the
+    batches they came from, for protocols that compute payloads from them.
+    """
+
+    role: str
+    senders: npt.NDArray[np.int64]
+    arrival: npt.NDArray[np.float64]
+    flights: tuple[Any, ...]
 
 
 class Arrival(simpy.Event):
@@ -36,7 +53,16 @@ class Arrival(simpy.Event):
 class Inbox:
     """Deliveries waiting for their agent, in arrival order."""
 
-    __slots__ = ("_env", "_items", "_timer", "_timer_at", "_waiter", "_waiter_match")
+    __slots__ = (
+        "_env",
+        "_flights",
+        "_items",
+        "_new_flight",
+        "_timer",
+        "_timer_at",
+        "_waiter",
+        "_waiter_match",
+    )
 
     def __init__(self, env: simpy.Environment) -> None:
         self._env = env
@@ -45,6 +71,47 @@ class Inbox:
         self._waiter_match: Callable[[Any], bool] | None = None
         self._timer: simpy.Event | None = None
         self._timer_at = float("nan")
+        self._flights: dict[str, list[Any]] = {}
+        self._new_flight: simpy.Event | None = None
+
+    def put_flight(self, flight: Any) -> None:
+        """Register a batch of messages on their way here (see ``MessageBus.send_batch``)."""
+        self._flights.setdefault(flight.kind, []).append(flight)
+        if self._new_flight is not None and not self._new_flight.triggered:
+            self._new_flight.succeed()
+
+    def get_batch(
+        self, kind: str, count: int, deadline: float
+    ) -> Generator[simpy.Event, Any, BatchArrivals]:
+        """Wait until ``count`` batched ``kind`` messages have arrived or ``deadline``."""
+        env = self._env
+        while True:
+            flights = self._flights.get(kind, [])
+            times = [f.arrival[f.deliverable] for f in flights]
+            arrivals = np.sort(np.concatenate(times)) if times else np.zeros(0)
+            stop = deadline
+            if 0 < count <= arrivals.size:
+                stop = min(deadline, float(arrivals[count - 1]))
+            stop = max(stop, float(env.now))
+            self._new_flight = env.event()
+            timer = env.timeout(stop - env.now)
+            yield timer | self._new_flight
+            if self._new_flight.triggered and not timer.processed:
+                continue  # more messages are on their way: recompute when to stop
+            self._new_flight = None
+            break
+        role = flights[0].role if flights else ""
+        senders, when, used = [], [], []
+        for f in flights:
+            got = f.deliverable & (f.arrival <= stop)
+            senders.append(f.senders[got])
+            when.append(f.arrival[got])
+            used.append(f)
+        self._flights[kind] = []
+        s = np.concatenate(senders) if senders else np.zeros(0, dtype=np.int64)
+        t = np.concatenate(when) if when else np.zeros(0)
+        order = np.argsort(t, kind="stable")
+        return BatchArrivals(role=role, senders=s[order], arrival=t[order], flights=tuple(used))
 
     def __len__(self) -> int:
         return len(self._items)

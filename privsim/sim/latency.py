@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+from scipy.special import ndtri
 
 __all__ = [
     "ConstantLatency",
@@ -32,6 +33,11 @@ class LatencyModel(Protocol):
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray: ...
 
     def sample_one(self, rng: np.random.Generator) -> float: ...
+
+    def from_uniform(self, u: FloatArray) -> FloatArray:
+        """Inverse CDF: delays for uniforms ``u`` in [0, 1) (elementwise, so a delay depends
+        only on its own uniform, however many are computed at once)."""
+        ...
 
     @property
     def mean(self) -> float: ...
@@ -59,6 +65,9 @@ class ConstantLatency:
     def sample_one(self, rng: np.random.Generator) -> float:
         return float(self.value)
 
+    def from_uniform(self, u: FloatArray) -> FloatArray:
+        return np.full(np.shape(u), float(self.value))
+
     @property
     def mean(self) -> float:
         return float(self.value)
@@ -82,6 +91,9 @@ class UniformLatency:
 
     def sample_one(self, rng: np.random.Generator) -> float:
         return self.low + (self.high - self.low) * rng.random()
+
+    def from_uniform(self, u: FloatArray) -> FloatArray:
+        return self.low + (self.high - self.low) * np.asarray(u)
 
     @property
     def mean(self) -> float:
@@ -107,6 +119,9 @@ class LogNormalLatency:
 
     def sample_one(self, rng: np.random.Generator) -> float:
         return self.shift + self.median * math.exp(self.sigma * rng.standard_normal())
+
+    def from_uniform(self, u: FloatArray) -> FloatArray:
+        return self.shift + self.median * np.exp(self.sigma * ndtri(np.asarray(u)))
 
     @property
     def mean(self) -> float:
@@ -135,6 +150,10 @@ class EmpiricalLatency:
 
     def sample_one(self, rng: np.random.Generator) -> float:
         return float(self._array[rng.integers(0, self._array.size)])
+
+    def from_uniform(self, u: FloatArray) -> FloatArray:
+        i = np.minimum((np.asarray(u) * self._array.size).astype(np.int64), self._array.size - 1)
+        return self._array[i]
 
     @property
     def mean(self) -> float:

@@ -119,10 +119,13 @@ class NetworkModel:
         self.overrides = overrides
         self.topology: Topology = topology if topology is not None else CompleteTopology()
         self._by_roles: dict[tuple[str, str], LinkSpec] = {}
-        self._party_names = {o.source for o in overrides} | {o.target for o in overrides}
+        #: Names used by overrides; a party among them may have a link of its own.
+        self.named_parties = frozenset(
+            {o.source for o in overrides} | {o.target for o in overrides}
+        )
 
     def link(self, src: str, src_role: str, dst: str, dst_role: str) -> LinkSpec:
-        if src in self._party_names or dst in self._party_names:
+        if src in self.named_parties or dst in self.named_parties:
             return self._resolve(src, src_role, dst, dst_role)
         key = (src_role, dst_role)
         spec = self._by_roles.get(key)

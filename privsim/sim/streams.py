@@ -5,6 +5,10 @@ Every consumer of randomness asks for a stream *by name* (purpose and index, e.g
 child ``SeedSequence``, so streams do not depend on the order in which they are
 requested: adding a consumer never shifts another stream's draws, and two scenario
 variants that share a party share that party's draws.
+
+For populations, :meth:`Streams.keystream` gives a counter-based family keyed by name
+and addressed by party index (:mod:`privsim.sim.keystream`): the same idea, computable
+for many parties at once.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import hashlib
 from collections.abc import Hashable
 
 import numpy as np
+
+from privsim.sim.keystream import KeyStream
 
 __all__ = ["Streams", "stream_key"]
 
@@ -27,7 +33,7 @@ def stream_key(*name: Hashable) -> tuple[int, ...]:
 class Streams:
     """Factory of independent generators, one per name, under a root seed."""
 
-    __slots__ = ("_cache", "root")
+    __slots__ = ("_cache", "_keystreams", "root")
 
     def __init__(self, seed: int | np.random.SeedSequence) -> None:
         if isinstance(seed, np.random.SeedSequence):
@@ -37,6 +43,7 @@ class Streams:
                 raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
             self.root = np.random.SeedSequence(seed)
         self._cache: dict[tuple[Hashable, ...], np.random.Generator] = {}
+        self._keystreams: dict[tuple[Hashable, ...], KeyStream] = {}
 
     @property
     def entropy(self) -> int:
@@ -58,6 +65,14 @@ class Streams:
             gen = np.random.Generator(np.random.PCG64(self.seed_sequence(*name)))
             self._cache[name] = gen
         return gen
+
+    def keystream(self, *name: Hashable) -> KeyStream:
+        """The counter-based family of party streams for ``name`` (one per party index)."""
+        ks = self._keystreams.get(name)
+        if ks is None:
+            ks = KeyStream.derive(self.entropy, tuple(self.root.spawn_key), *name)
+            self._keystreams[name] = ks
+        return ks
 
     def fresh(self, *name: Hashable) -> np.random.Generator:
         """A new generator for ``name`` at its initial state (not cached)."""

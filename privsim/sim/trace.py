@@ -63,6 +63,24 @@ class TraceArrays:
         return int(self.src.size)
 
 
+_COLUMNS = ("src", "dst", "kind", "wire_bytes", "send_time", "depart_time", "recv_time", "status")
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Messages logged together by a batched send (one per sender, same receiver)."""
+
+    first_id: int
+    src: npt.NDArray[np.int64]
+    dst: int
+    kind: int
+    wire_bytes: int
+    send_time: float
+    depart_time: npt.NDArray[np.float64]
+    recv_time: npt.NDArray[np.float64]
+    status: npt.NDArray[np.int8]
+
+
 class Trace:
     """Append-only log of messages; parties are registered with their role."""
 
@@ -72,6 +90,8 @@ class Trace:
         self._roles: list[str] = []
         self._kind_index: dict[str, int] = {}
         self._kinds: list[str] = []
+        self._slot: dict[int, int] = {}
+        self._role_index_cache: dict[str, npt.NDArray[np.int64]] = {}
         self._src: list[int] = []
         self._dst: list[int] = []
         self._kind: list[int] = []
@@ -80,6 +100,9 @@ class Trace:
         self._depart: list[float] = []
         self._recv: list[float] = []
         self._status: list[int] = []
+        self._ids: list[int] = []
+        self._next_id = 0
+        self._batches: list[_Batch] = []
 
     def register_party(self, party: str, role: str) -> None:
         if party in self._party_index:
@@ -92,10 +115,7 @@ class Trace:
         self, src: str, dst: str, kind: str, wire_bytes: int, time: float, depart: float
     ) -> int:
         """Log a send; returns the message id used to settle its fate later."""
-        k = self._kind_index.get(kind)
-        if k is None:
-            k = self._kind_index[kind] = len(self._kinds)
-            self._kinds.append(kind)
+        k = self._kind_code(kind)
         self._src.append(self._party_index[src])
         self._dst.append(self._party_index[dst])
         self._kind.append(k)
@@ -104,43 +124,122 @@ class Trace:
         self._depart.append(depart)
         self._recv.append(float("nan"))
         self._status.append(Status.IN_FLIGHT)
-        return len(self._src) - 1
+        mid = self._next_id
+        self._next_id += 1
+        self._ids.append(mid)
+        self._slot[mid] = len(self._ids) - 1
+        return mid
+
+    def _kind_code(self, kind: str) -> int:
+        k = self._kind_index.get(kind)
+        if k is None:
+            k = self._kind_index[kind] = len(self._kinds)
+            self._kinds.append(kind)
+        return k
+
+    def record_batch(
+        self,
+        *,
+        role: str,
+        senders: npt.NDArray[np.int64],
+        dst: str,
+        kind: str,
+        wire_bytes: int,
+        send_time: float,
+        depart_time: npt.NDArray[np.float64],
+    ) -> int:
+        """Log one message from each sender (role indices) at once; returns the first id
+        (the batch holds ids ``first .. first + len(senders) - 1``)."""
+        first = self._next_id
+        n = int(senders.size)
+        self._next_id += n
+        offsets = self._role_offsets(role)
+        self._batches.append(
+            _Batch(
+                first_id=first,
+                src=offsets[senders],
+                dst=self._party_index[dst],
+                kind=self._kind_code(kind),
+                wire_bytes=int(wire_bytes),
+                send_time=float(send_time),
+                depart_time=np.asarray(depart_time, dtype=np.float64),
+                recv_time=np.full(n, np.nan),
+                status=np.full(n, Status.IN_FLIGHT, dtype=np.int8),
+            )
+        )
+        return first
+
+    def _role_offsets(self, role: str) -> npt.NDArray[np.int64]:
+        cached = self._role_index_cache.get(role)
+        if cached is None or cached.size != self._roles.count(role):
+            cached = np.array([i for i, r in enumerate(self._roles) if r == role], dtype=np.int64)
+            self._role_index_cache[role] = cached
+        return cached
 
     def settle(self, message_id: int, status: Status, time: float | None = None) -> None:
-        self._status[message_id] = status
+        slot = self._slot[message_id]
+        self._status[slot] = status
         if time is not None:
-            self._recv[message_id] = time
+            self._recv[slot] = time
+
+    def settle_batch(
+        self, first_id: int, status: npt.NDArray[np.int8], recv_time: npt.NDArray[np.float64]
+    ) -> None:
+        for b in self._batches:
+            if b.first_id == first_id:
+                b.status[:] = status
+                b.recv_time[:] = recv_time
+                return
+        raise KeyError(f"no batch starts at message {first_id}")
 
     def __len__(self) -> int:
-        return len(self._src)
+        return self._next_id
 
     def arrays(self) -> TraceArrays:
+        """All messages as columns, in id order."""
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in _COLUMNS}
+        ids = [np.asarray(self._ids, dtype=np.int64)]
+        cols["src"].append(np.asarray(self._src, dtype=np.int64))
+        cols["dst"].append(np.asarray(self._dst, dtype=np.int64))
+        cols["kind"].append(np.asarray(self._kind, dtype=np.int64))
+        cols["wire_bytes"].append(np.asarray(self._bytes, dtype=np.int64))
+        cols["send_time"].append(np.asarray(self._send, dtype=np.float64))
+        cols["depart_time"].append(np.asarray(self._depart, dtype=np.float64))
+        cols["recv_time"].append(np.asarray(self._recv, dtype=np.float64))
+        cols["status"].append(np.asarray(self._status, dtype=np.int8))
+        for b in self._batches:
+            n = b.src.size
+            ids.append(np.arange(b.first_id, b.first_id + n, dtype=np.int64))
+            cols["src"].append(b.src)
+            cols["dst"].append(np.full(n, b.dst, dtype=np.int64))
+            cols["kind"].append(np.full(n, b.kind, dtype=np.int64))
+            cols["wire_bytes"].append(np.full(n, b.wire_bytes, dtype=np.int64))
+            cols["send_time"].append(np.full(n, b.send_time))
+            cols["depart_time"].append(b.depart_time)
+            cols["recv_time"].append(b.recv_time)
+            cols["status"].append(b.status)
+        order = np.argsort(np.concatenate(ids), kind="stable")
+        joined = {k: np.concatenate(v)[order] for k, v in cols.items()}
         return TraceArrays(
-            src=np.asarray(self._src, dtype=np.int64),
-            dst=np.asarray(self._dst, dtype=np.int64),
-            kind=np.asarray(self._kind, dtype=np.int64),
-            wire_bytes=np.asarray(self._bytes, dtype=np.int64),
-            send_time=np.asarray(self._send, dtype=np.float64),
-            depart_time=np.asarray(self._depart, dtype=np.float64),
-            recv_time=np.asarray(self._recv, dtype=np.float64),
-            status=np.asarray(self._status, dtype=np.int8),
+            **joined,
             parties=tuple(self._parties),
             roles=tuple(self._roles),
             kinds=tuple(self._kinds),
         )
 
     def records(self) -> Iterator[MessageRecord]:
-        for i in range(len(self._src)):
+        t = self.arrays()
+        for i in range(len(t)):
             yield MessageRecord(
                 id=i,
-                src=self._parties[self._src[i]],
-                dst=self._parties[self._dst[i]],
-                kind=self._kinds[self._kind[i]],
-                wire_bytes=self._bytes[i],
-                send_time=self._send[i],
-                depart_time=self._depart[i],
-                recv_time=self._recv[i],
-                status=Status(self._status[i]),
+                src=t.parties[t.src[i]],
+                dst=t.parties[t.dst[i]],
+                kind=t.kinds[t.kind[i]],
+                wire_bytes=int(t.wire_bytes[i]),
+                send_time=float(t.send_time[i]),
+                depart_time=float(t.depart_time[i]),
+                recv_time=float(t.recv_time[i]),
+                status=Status(int(t.status[i])),
             )
 
     def party_role(self, party: str) -> str:

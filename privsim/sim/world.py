@@ -64,6 +64,8 @@ class World:
         self._private: dict[str, dict[str, Any]] = {}
         self._behaviours: dict[str, Behaviour] = {}
         self._processes: dict[str, simpy.Process] = {}
+        self._groups: dict[str, Behaviour] = {}
+        self._group_processes: dict[str, simpy.Process] = {}
         self._launched = False
 
     # -- set-up -------------------------------------------------------------------------
@@ -72,7 +74,7 @@ class World:
             raise RuntimeError("parties must be added before the world runs")
         if party_id in self.agents:
             raise ValueError(f"party {party_id!r} already exists")
-        agent = Agent(self, party_id, role)
+        agent = Agent(self, party_id, role, len(self.parties_by_role[role]))
         self.agents[party_id] = agent
         self.parties_by_role[role].append(party_id)
         self.trace.register_party(party_id, role)
@@ -93,6 +95,7 @@ class World:
         if unknown:
             raise ValueError(f"faults name parties that do not exist: {unknown[:5]}")
         self.coalition = resolve_coalition(self.coalition_spec, self.parties_by_role, self.streams)
+        self.bus.prepare(self.parties_by_role)
         for party_id, agent in self.agents.items():
             behaviour = self._behaviours.get(party_id)
             if party_id in self.faults.absent:
@@ -106,6 +109,23 @@ class World:
         for party_id, when in sorted(self.faults.crash_times.items()):
             if party_id not in self.faults.absent:
                 self.env.process(self._crash(self.agents[party_id], when))
+        for name, behaviour in self._groups.items():
+            self._group_processes[name] = self.env.process(behaviour)
+
+    def start_group(self, name: str, behaviour: Behaviour) -> None:
+        """Run one process on behalf of a whole population (batched delivery): it sends
+        for the population's parties with :meth:`MessageBus.send_batch`."""
+        if name in self._groups:
+            raise ValueError(f"group {name!r} already has a behaviour")
+        self._groups[name] = behaviour
+
+    def running(self, role: str) -> list[int]:
+        """Role indices of the parties of ``role`` that started (not absent)."""
+        return [
+            i
+            for i, p in enumerate(self.parties_by_role.get(role, ()))
+            if p not in self.faults.absent
+        ]
 
     def _lifecycle(self, agent: Agent, behaviour: Behaviour) -> Behaviour:
         try:
@@ -130,6 +150,7 @@ class World:
         if not self._launched:
             self._launch()
         self.env.run(until=until)
+        self.bus.finalise()
 
     # -- threat model -------------------------------------------------------------------
     def remember(self, agent: Agent, name: str, value: Any) -> None:

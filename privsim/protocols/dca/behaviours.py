@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import simpy
 
-from privsim.protocols.dca.maths import decode_fixed, encode_fixed, split_additive
+from privsim.protocols.dca.inputs import ClientInputs
+from privsim.protocols.dca.maths import decode_fixed
 from privsim.protocols.dca.messages import NodeAbort, NodeSum, ReceivedSet, Share
 from privsim.protocols.outcome import AbortReason, SumOutcome
 from privsim.sim.agent import Agent, Behaviour
 
-__all__ = ["DcaPlan", "aggregator", "client", "compute_node"]
+__all__ = ["DcaPlan", "aggregator", "agree", "client", "compute_node"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,14 +45,12 @@ class DcaPlan:
         object.__setattr__(self, "client_index", {c: i for i, c in enumerate(self.clients)})
 
 
-def client(agent: Agent, z: npt.NDArray[np.float64], plan: DcaPlan) -> Behaviour:
+def client(agent: Agent, inputs: ClientInputs, plan: DcaPlan) -> Behaviour:
     """Steps 1–2: add η_i ~ N(0, σ²_client I), encode, split into M shares, send share k to node k."""
-    agent.remember("input", z)
-    noise = agent.rng("noise").normal(0.0, plan.client_noise_std, size=z.shape)
-    agent.remember("noise", noise)
-    encoded = encode_fixed(z + noise, plan.fraction_bits)
-    shares = split_additive(encoded, len(plan.nodes), agent.rng("shares"))
-    for node, share in zip(plan.nodes, shares, strict=True):
+    mine = inputs.messages([agent.role_index])
+    agent.remember("input", mine.z[0])
+    agent.remember("noise", mine.eta[0])
+    for node, share in zip(plan.nodes, mine.shares[:, 0], strict=True):
         agent.send(node, Share(values=share))
     yield from ()
 
@@ -70,6 +71,22 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
 
     mine = np.zeros(n, dtype=bool)
     mine[list(received)] = True
+    agreed = yield from agree(agent, plan, mine, share_deadline)
+    if agreed is None:
+        return
+    total = np.zeros(plan.dimension, dtype=np.uint64)
+    for index in np.flatnonzero(agreed).tolist():
+        total += received[index]
+    agent.send(plan.aggregator, NodeSum(values=total, included=np.packbits(agreed)))
+
+
+def agree(
+    agent: Agent, plan: DcaPlan, mine: npt.NDArray[np.bool_], share_deadline: float
+) -> Generator[simpy.Event, Any, npt.NDArray[np.bool_] | None]:
+    """§3.1.3: tell every other node which clients' shares arrived here, intersect with
+    theirs, and check the threshold. Returns the agreed set, or None after sending the
+    aggregator a :class:`NodeAbort`."""
+    n = len(plan.clients)
     peers = [p for p in plan.nodes if p != agent.id]
     for peer in peers:
         agent.send(peer, ReceivedSet(clients=np.packbits(mine)))
@@ -93,8 +110,7 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
                 reason=AbortReason.AGREEMENT_INCOMPLETE, detail=f"no received-set from {missing}"
             ),
         )
-        return
-
+        return None
     dropped = n - int(agreed.sum())
     if dropped > plan.tolerated and not plan.release_beyond_tolerance:
         agent.send(
@@ -104,11 +120,8 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
                 detail=f"{dropped} of {n} clients missing, more than the tolerated T = {plan.tolerated}",
             ),
         )
-        return
-    total = np.zeros(plan.dimension, dtype=np.uint64)
-    for index in np.flatnonzero(agreed).tolist():
-        total += received[index]
-    agent.send(plan.aggregator, NodeSum(values=total, included=np.packbits(agreed)))
+        return None
+    return agreed
 
 
 def aggregator(agent: Agent, plan: DcaPlan) -> Behaviour:

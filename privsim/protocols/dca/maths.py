@@ -17,6 +17,7 @@ __all__ = [
     "encode_fixed",
     "fixed_point_bound",
     "reconstruct",
+    "shares_from_words",
     "split_additive",
 ]
 
@@ -79,6 +80,18 @@ def split_additive(x: U64, n_shares: int, rng: np.random.Generator) -> U64:
     shares[0] = x + r[0]
     shares[1:-1] = r[1:]
     shares[-1] = np.uint64(0) - r.sum(axis=0, dtype=np.uint64)
+    return shares
+
+
+def shares_from_words(x: U64, r: U64) -> U64:
+    """Algorithm 1's messages for many clients at once: ``x`` is ``(n, d)``, ``r`` is
+    ``(n, M − 1, d)`` uniform words; returns ``(M, n, d)`` with m_1 = x + r_1,
+    m_k = r_k (1 < k < M) and m_M = −Σ_{k<M} r_k."""
+    n, m_minus_1, d = r.shape
+    shares = np.empty((m_minus_1 + 1, n, d), dtype=np.uint64)
+    np.add(x, r[:, 0], out=shares[0])
+    shares[1:-1] = r[:, 1:].transpose(1, 0, 2)
+    np.subtract(np.uint64(0), r.sum(axis=1, dtype=np.uint64), out=shares[-1])
     return shares
 
 

@@ -1,0 +1,126 @@
+"""DCA with batched delivery of the client shares, for large populations.
+
+The client role runs as one population process that sends every running client's share
+k to node k with :meth:`~privsim.sim.bus.MessageBus.send_batch` — the same queueing,
+latency and loss, message for message, as N client processes would produce. A compute
+node takes exactly the shares that arrived by its deadline with
+:meth:`~privsim.sim.agent.Agent.receive_batch`, agrees with its peers as in the
+per-message path, and asks the :class:`ShareRound` for its sum over the agreed set.
+
+The share round streams clients in chunks: it computes each client's messages from its
+deterministic streams (:class:`~privsim.protocols.dca.inputs.ClientInputs`), seals and
+opens every share with the real pairwise AES-GCM channel when encryption is on, and adds
+it into every node's accumulator. Memory stays at one chunk, whatever N and d; the sums
+are exactly those of the per-message path (addition in Z_{2^64} is order-free).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from privsim.protocols.dca.behaviours import DcaPlan, agree
+from privsim.protocols.dca.inputs import ClientInputs
+from privsim.protocols.dca.messages import NodeSum, Share
+from privsim.sim.agent import Agent, Behaviour
+from privsim.sim.channels import ChannelError
+from privsim.sim.coalition import ViewedMessage
+from privsim.sim.messages import encode, wire_size
+from privsim.sim.world import World
+
+__all__ = ["ShareRound", "client_population", "compute_node_batched"]
+
+#: Target bytes of shares per chunk of clients (all M nodes' shares together).
+CHUNK_BYTES = 8 << 20
+
+
+def _share_header(dimension: int) -> bytes:
+    """The encoding of a :class:`Share` up to its values (same for every share)."""
+    full = encode(Share(values=np.zeros(dimension, dtype=np.uint64)))
+    return full[: len(full) - 8 * dimension]
+
+
+class ShareRound:
+    """The share phase's payloads, computed once, streamed into the nodes' sums."""
+
+    def __init__(self, world: World, plan: DcaPlan, inputs: ClientInputs) -> None:
+        self.world, self.plan, self.inputs = world, plan, inputs
+        self.header = _share_header(plan.dimension)
+        self._agreed: bytes | None = None
+        self._sums: npt.NDArray[np.uint64] | None = None
+
+    def node_sum(self, node: int, agreed: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
+        """q_k = Σ_{i ∈ agreed} m_{i,k}. All live nodes ask with the same agreed set (the
+        intersection of every node's received set), so one pass serves them all."""
+        key = np.packbits(agreed).tobytes()
+        if self._sums is None or self._agreed != key:
+            self._sums = self._stream(np.flatnonzero(agreed))
+            self._agreed = key
+        return self._sums[node].copy()
+
+    def _stream(self, clients: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        m, d = len(self.plan.nodes), self.plan.dimension
+        sums = np.zeros((m, d), dtype=np.uint64)
+        step = max(1, CHUNK_BYTES // (8 * m * d))
+        for lo in range(0, clients.size, step):
+            chunk = self.inputs.messages(clients[lo : lo + step])
+            if self.world.bus.encrypt:
+                self._through_channels(chunk.clients, chunk.shares)
+            sums += chunk.shares.sum(axis=1, dtype=np.uint64)
+        return sums
+
+    def _through_channels(
+        self, clients: npt.NDArray[np.int64], shares: npt.NDArray[np.uint64]
+    ) -> None:
+        """Seal each share under its client->node key and open it as the node does; the
+        node adds what it decrypted, so write the opened values back."""
+        channels, header, cut = self.world.channels, self.header, len(self.header)
+        names = self.plan.clients
+        for k, node in enumerate(self.plan.nodes):
+            block = shares[k]
+            for row, i in enumerate(clients.tolist()):
+                sealed = channels.seal(names[i], node, header + block[row].tobytes())
+                opened = channels.open(names[i], node, sealed)
+                if opened[:cut] != header:
+                    raise ChannelError(f"{names[i]}>{node}: not a share")
+                block[row] = np.frombuffer(opened, dtype=np.uint64, offset=cut)
+
+
+def client_population(world: World, plan: DcaPlan, inputs: ClientInputs) -> Behaviour:
+    """Every running client sends share k to node k, in node order, as one batch per node."""
+    running = np.asarray(world.running("client"), dtype=np.int64)
+    size = wire_size(Share(values=np.zeros(plan.dimension, dtype=np.uint64)))
+    colluding = [i for i in running.tolist() if plan.clients[i] in world.coalition]
+    if colluding:  # the coalition's own clients: their state and messages are in its view
+        mine = inputs.messages(colluding)
+        for row, i in enumerate(colluding):
+            agent = world.agents[plan.clients[i]]
+            agent.remember("input", mine.z[row])
+            agent.remember("noise", mine.eta[row])
+            for k, node in enumerate(plan.nodes):
+                world.viewed.append(
+                    ViewedMessage(
+                        src=agent.id,
+                        dst=node,
+                        send_time=world.env.now,
+                        message=Share(values=mine.shares[k, row]),
+                    )
+                )
+    for node in plan.nodes:
+        world.bus.send_batch("client", running, node, Share, size)
+    yield from ()
+
+
+def compute_node_batched(agent: Agent, plan: DcaPlan, shares: ShareRound) -> Behaviour:
+    """The compute node of :func:`~privsim.protocols.dca.behaviours.compute_node`, taking
+    its shares as one batch."""
+    n = len(plan.clients)
+    share_deadline = agent.now + plan.share_timeout
+    arrived = yield from agent.receive_batch(Share, count=n, deadline=share_deadline)
+    mine = np.zeros(n, dtype=bool)
+    mine[arrived.senders] = True
+    agreed = yield from agree(agent, plan, mine, share_deadline)
+    if agreed is None:
+        return
+    total = shares.node_sum(plan.nodes.index(agent.id), agreed)
+    agent.send(plan.aggregator, NodeSum(values=total, included=np.packbits(agreed)))
