@@ -84,7 +84,7 @@ def _sensitivity(scenario: Scenario) -> float:
 
 
 #: From this many clients, ``delivery = "auto"`` sends the client shares in batches.
-BATCHED_FROM_CLIENTS = 1000
+BATCHED_FROM_CLIENTS = 100
 
 
 def _delivery(scenario: Scenario) -> str:
@@ -101,6 +101,18 @@ def _delivery(scenario: Scenario) -> str:
         batched = scenario.population.clients >= BATCHED_FROM_CLIENTS and not node_colludes
         return "batched" if batched else "per_message"
     return choice
+
+
+def _channel_pairs(world: World) -> list[tuple[str, str]]:
+    """Who talks to whom in DCA and the trusted-aggregator protocol: clients to the
+    servers, compute nodes among themselves and to the aggregator."""
+    roles = world.parties_by_role
+    servers = roles.get("compute", []) or [OUTPUT_PARTY]
+    pairs = [(c, s) for c in roles.get("client", []) for s in servers]
+    nodes = roles.get("compute", [])
+    pairs += [(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]]
+    pairs += [(a, OUTPUT_PARTY) for a in nodes]
+    return pairs
 
 
 def _topology(scenario: Scenario, parties: list[str]) -> Topology:
@@ -199,7 +211,7 @@ def simulate(
         encryption=scenario.network.encryption == "aes-gcm",
         keep_envelopes=keep_envelopes,
     )
-    client_agents = [world.add_party(c, "client") for c in clients]
+    client_agents = world.add_parties("client", clients)
     if protocol == "dca":
         noise_std = client_noise_std(sigma_std, n, cfg.tolerated)
         # The decoded sum must stay inside the signed fixed-point range (with 10σ margin).
@@ -262,6 +274,10 @@ def simulate(
     else:
         raise ValueError(f"unknown protocol {protocol!r}; use 'dca' or 'trusted_aggregator'")
 
+    if world.bus.encrypt:
+        # Set-up phase: every pair that will talk agrees its keys before the round, as a
+        # deployment would; timed apart (key_agreement_seconds) from the protocol.
+        world.channels.agree(_channel_pairs(world))
     world.run()
     outcome = (
         out.result

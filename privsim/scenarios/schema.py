@@ -158,7 +158,7 @@ class DcaConfig:
     noise is scaled for); timeouts in simulated seconds; ``on_excess_dropout`` says
     what to do when more than T clients are missing. ``delivery`` chooses how client
     shares travel: ``per_message`` (one event per share), ``batched`` (one event per
-    node, identical results, for large N) or ``auto`` (batched from 1,000 clients)."""
+    node, identical results, for large N) or ``auto`` (batched from 100 clients)."""
 
     tolerated: int = 0
     fraction_bits: int = 32

@@ -45,8 +45,8 @@ class Agent:
         "alive",
         "crashed_at",
         "finished_at",
+        "_inbox",
         "id",
-        "inbox",
         "result",
         "role",
         "role_index",
@@ -59,7 +59,7 @@ class Agent:
         self.role = role
         #: Position among the parties of its role: its index in population streams.
         self.role_index = role_index
-        self.inbox = Inbox(world.env)
+        self._inbox: Inbox | None = None
         self.alive = True
         self.crashed_at: float | None = None
         self.finished_at: float | None = None
@@ -67,6 +67,13 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent({self.id!r}, role={self.role!r})"
+
+    @property
+    def inbox(self) -> Inbox:
+        """Deliveries waiting for this party (made on first use: most clients never receive)."""
+        if self._inbox is None:
+            self._inbox = Inbox(self.world.env)
+        return self._inbox
 
     @property
     def now(self) -> float:

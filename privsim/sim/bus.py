@@ -262,7 +262,8 @@ class MessageBus:
             dst=dst,
             sent_at=now,
             departed=departed,
-            arrival=departed + latency,
+            # exactly the arithmetic of the per-message path: now + (delay computed from now)
+            arrival=now + ((departed + latency) - now),
             deliverable=~lost & ~sender_crashed,
             lost=lost,
             first_id=first_id,
@@ -277,8 +278,9 @@ class MessageBus:
         base = (
             network.link(parties[int(idx[0])], role, dst.id, dst.role) if idx.size else LinkSpec()
         )
-        special = [k for k, i in enumerate(idx.tolist()) if parties[i] in network.named_parties]
-        if dst.id in network.named_parties:
+        named = network.named_parties
+        special = [k for k, i in enumerate(idx.tolist()) if parties[i] in named] if named else []
+        if dst.id in named:
             special = list(range(idx.size))
         return _LinkColumns(
             base,

@@ -20,6 +20,8 @@ depends only on the vector length, never on how the draws are computed).
 from __future__ import annotations
 
 import hashlib
+import threading
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,21 +51,30 @@ def uniforms(words: U64) -> F64:
 class KeyStream:
     """The family of party streams for one purpose."""
 
-    __slots__ = ("_buffer", "_ecb", "_key", "name")
+    __slots__ = ("_key", "_local", "_zero", "name")
 
     def __init__(self, key: bytes, name: str = "") -> None:
         if len(key) != 16:
             raise ValueError("a keystream key is 16 bytes")
         self._key = key
         self.name = name
-        self._ecb = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
-        self._buffer = bytearray(0)
+        self._zero = b""
+        # Cipher contexts and scratch buffers are per thread: batched rounds run on threads.
+        self._local = threading.local()
 
-    def _scratch(self, nbytes: int) -> memoryview:
+    def _ecb(self) -> tuple[Any, bytearray]:
+        local = self._local
+        if not hasattr(local, "ecb"):
+            local.ecb = Cipher(algorithms.AES(self._key), modes.ECB()).encryptor()
+            local.buffer = bytearray(0)
+        return local.ecb, local.buffer
+
+    def _scratch(self, nbytes: int) -> bytearray:
         # update_into wants room for one block more than it writes.
-        if len(self._buffer) < nbytes + 16:
-            self._buffer = bytearray(nbytes + 16)
-        return memoryview(self._buffer)
+        local = self._local
+        if len(local.buffer) < nbytes + 16:
+            local.buffer = bytearray(nbytes + 16)
+        return local.buffer  # type: ignore[no-any-return]
 
     @classmethod
     def derive(cls, root_entropy: int, spawn_key: tuple[int, ...], *name: object) -> KeyStream:
@@ -76,31 +87,45 @@ class KeyStream:
     def words(self, parties: IntArray, start: int, count: int) -> U64:
         """Words ``start .. start+count-1`` of each party's stream: shape ``(n, count)``."""
         idx = np.atleast_1d(np.asarray(parties, dtype=np.uint64))
-        if count <= 0:
-            return np.zeros((idx.size, 0), dtype=np.uint64)
+        out = np.empty((idx.size, count), dtype=np.uint64)
+        self.words_into(idx, start, out)
+        return out
+
+    def words_into(self, parties: IntArray, start: int, out: U64) -> None:
+        """Write words ``start ..`` of each party's stream into the rows of ``out``
+        (shape ``(n, count)``, C-contiguous rows), without temporaries for long runs."""
+        idx = np.atleast_1d(np.asarray(parties, dtype=np.uint64))
+        count = out.shape[1]
+        if count <= 0 or idx.size == 0:
+            return
         first_block = start // 2
+        offset = start - 2 * first_block
         n_blocks = (start + count + 1) // 2 - first_block
-        if n_blocks >= _CTR_MIN_BLOCKS:
-            out = np.empty((idx.size, 2 * n_blocks), dtype=np.uint64)
-            zeros = bytes(16 * n_blocks)
+        if n_blocks >= _CTR_MIN_BLOCKS and offset == 0 and count % 2 == 0 and out.strides[1] == 8:
+            zeros = self._zeros(16 * n_blocks)
             for row, party in enumerate(idx.tolist()):
                 nonce = ((party << 64) | first_block).to_bytes(16, "big")
                 ctr = Cipher(algorithms.AES(self._key), modes.CTR(nonce)).encryptor()
                 ctr.update_into(zeros, out[row].data.cast("B"))
-        else:
-            out = np.empty((idx.size, 2 * n_blocks), dtype=np.uint64)
-            rows_per_chunk = max(1, _ECB_CHUNK_BLOCKS // n_blocks)
-            block_ids = np.arange(first_block, first_block + n_blocks, dtype=np.uint64)
-            for lo in range(0, idx.size, rows_per_chunk):
-                hi = min(idx.size, lo + rows_per_chunk)
-                counters = np.empty((hi - lo, n_blocks, 2), dtype=">u8")
-                counters[:, :, 0] = idx[lo:hi, None]
-                counters[:, :, 1] = block_ids
-                dest = out[lo:hi].data.cast("B")
-                self._ecb.update_into(counters.data.cast("B"), self._scratch(dest.nbytes))
-                dest[:] = self._buffer[: dest.nbytes]
-        offset = start - 2 * first_block
-        return out[:, offset : offset + count].astype(np.uint64, copy=False)
+            return
+        rows_per_chunk = max(1, _ECB_CHUNK_BLOCKS // n_blocks)
+        block_ids = np.arange(first_block, first_block + n_blocks, dtype=np.uint64)
+        for lo in range(0, idx.size, rows_per_chunk):
+            hi = min(idx.size, lo + rows_per_chunk)
+            counters = np.empty((hi - lo, n_blocks, 2), dtype=">u8")
+            counters[:, :, 0] = idx[lo:hi, None]
+            counters[:, :, 1] = block_ids
+            nbytes = counters.nbytes
+            ecb, _ = self._ecb()
+            buffer = self._scratch(nbytes)
+            ecb.update_into(counters.data.cast("B"), buffer)
+            words = np.frombuffer(buffer, dtype="<u8", count=nbytes // 8).reshape(hi - lo, 2 * n_blocks)
+            out[lo:hi] = words[:, offset : offset + count]
+
+    def _zeros(self, nbytes: int) -> bytes:
+        if len(self._zero) < nbytes:
+            self._zero = bytes(nbytes)
+        return self._zero if len(self._zero) == nbytes else memoryview(self._zero)[:nbytes]  # type: ignore[return-value]
 
     def word(self, party: int, position: int) -> int:
         """One word, for a single party's next draw."""

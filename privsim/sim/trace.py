@@ -8,7 +8,7 @@ never counted by hand inside protocols.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,11 +105,15 @@ class Trace:
         self._batches: list[_Batch] = []
 
     def register_party(self, party: str, role: str) -> None:
-        if party in self._party_index:
-            raise ValueError(f"party {party!r} is registered twice")
-        self._party_index[party] = len(self._parties)
-        self._parties.append(party)
-        self._roles.append(role)
+        self.register_parties([party], role)
+
+    def register_parties(self, parties: Sequence[str], role: str) -> None:
+        if any(p in self._party_index for p in parties):
+            raise ValueError("a party is registered twice")
+        first = len(self._parties)
+        self._party_index.update((p, first + k) for k, p in enumerate(parties))
+        self._parties.extend(parties)
+        self._roles.extend([role] * len(parties))
 
     def record_send(
         self, src: str, dst: str, kind: str, wire_bytes: int, time: float, depart: float

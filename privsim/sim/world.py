@@ -14,7 +14,7 @@ so every party must be added before :meth:`World.run`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import simpy
@@ -70,17 +70,27 @@ class World:
 
     # -- set-up -------------------------------------------------------------------------
     def add_party(self, party_id: str, role: str) -> Agent:
+        """Register one party of ``role``."""
+        return self.add_parties(role, [party_id])[0]
+
+    def add_parties(self, role: str, party_ids: Sequence[str]) -> list[Agent]:
+        """Register many parties of one role at once (a population)."""
         if self._launched:
             raise RuntimeError("parties must be added before the world runs")
-        if party_id in self.agents:
-            raise ValueError(f"party {party_id!r} already exists")
-        agent = Agent(self, party_id, role, len(self.parties_by_role[role]))
-        self.agents[party_id] = agent
-        self.parties_by_role[role].append(party_id)
-        self.trace.register_party(party_id, role)
+        clash = self.agents.keys() & set(party_ids)
+        if clash or len(set(party_ids)) != len(party_ids):
+            raise ValueError(f"parties already exist or repeat: {sorted(clash)[:5] or 'repeated ids'}")
+        first = len(self.parties_by_role[role])
+        agents = [Agent(self, pid, role, first + k) for k, pid in enumerate(party_ids)]
+        self.agents.update(zip(party_ids, agents, strict=True))
+        self.parties_by_role[role].extend(party_ids)
+        self.trace.register_parties(party_ids, role)
         if self.bus.encrypt:
-            self.channels.add_party_from_rng(party_id, self.streams.fresh("keys", party_id))
-        return agent
+            indices = range(first, first + len(party_ids))
+            keys = self.streams.keystream("keys", role).words(indices, 0, 4)
+            for k, pid in enumerate(party_ids):
+                self.channels.add_party(pid, keys[k].tobytes(), role, first + k)
+        return agents
 
     def start(self, agent: Agent, behaviour: Behaviour) -> None:
         """Give ``agent`` its behaviour; it starts at time 0 unless faults say otherwise."""

@@ -8,7 +8,7 @@ def _channels() -> SecureChannels:
     ch = SecureChannels()
     rng = np.random.default_rng(0)
     for party in ("alice", "bob", "carol"):
-        ch.add_party_from_rng(party, rng)
+        ch.add_party(party, rng.bytes(32), "person")
     return ch
 
 
@@ -45,3 +45,34 @@ def test_replay_and_redirection_are_rejected():
     other = ch.seal("alice", "bob", b"twice")
     with pytest.raises(ChannelError):  # alice->bob ciphertext presented as alice->carol
         ch.open("alice", "carol", other)
+
+
+def test_out_of_order_delivery_is_accepted_once():
+    ch = _channels()
+    first, second, third = (ch.seal("alice", "bob", m) for m in (b"1", b"2", b"3"))
+    assert ch.open("alice", "bob", third) == b"3"
+    assert ch.open("alice", "bob", first) == b"1"
+    assert ch.open("alice", "bob", second) == b"2"
+    for env in (first, second, third):
+        with pytest.raises(ChannelError, match="replayed"):
+            ch.open("alice", "bob", env)
+
+
+def test_hkdf_matches_rfc_5869_test_case_1():
+    from privsim.sim.channels import hkdf_sha256
+
+    ikm = bytes.fromhex("0b" * 22)
+    salt = bytes.fromhex("000102030405060708090a0b0c")
+    info = bytes.fromhex("f0f1f2f3f4f5f6f7f8f9")
+    okm = hkdf_sha256(ikm, info, 42, salt)
+    assert okm.hex() == (
+        "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
+    )
+
+
+def test_bulk_agreement_gives_the_same_keys_as_lazy_agreement():
+    lazy, bulk = _channels(), _channels()
+    bulk.agree([("alice", "bob"), ("carol", "alice")])
+    assert bulk.pairs_agreed == 2
+    env = bulk.seal("bob", "alice", b"x")
+    assert lazy.open("bob", "alice", env) == b"x"

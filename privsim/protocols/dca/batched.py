@@ -16,6 +16,9 @@ are exactly those of the per-message path (addition in Z_{2^64} is order-free).
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import numpy.typing as npt
 
@@ -23,7 +26,6 @@ from privsim.protocols.dca.behaviours import DcaPlan, agree
 from privsim.protocols.dca.inputs import ClientInputs
 from privsim.protocols.dca.messages import NodeSum, Share
 from privsim.sim.agent import Agent, Behaviour
-from privsim.sim.channels import ChannelError
 from privsim.sim.coalition import ViewedMessage
 from privsim.sim.messages import encode, wire_size
 from privsim.sim.world import World
@@ -32,6 +34,8 @@ __all__ = ["ShareRound", "client_population", "compute_node_batched"]
 
 #: Target bytes of shares per chunk of clients (all M nodes' shares together).
 CHUNK_BYTES = 8 << 20
+#: Worker threads for the share round (the machine's cores, at most 4).
+THREADS = min(4, os.cpu_count() or 1)
 
 
 def _share_header(dimension: int) -> bytes:
@@ -59,31 +63,36 @@ class ShareRound:
         return self._sums[node].copy()
 
     def _stream(self, clients: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        """Chunks of clients on worker threads (NumPy and the ciphers release the GIL);
+        each returns its partial sums, added in Z_{2^64}, so the result is exact and
+        independent of scheduling."""
         m, d = len(self.plan.nodes), self.plan.dimension
         sums = np.zeros((m, d), dtype=np.uint64)
         step = max(1, CHUNK_BYTES // (8 * m * d))
-        for lo in range(0, clients.size, step):
-            chunk = self.inputs.messages(clients[lo : lo + step])
-            if self.world.bus.encrypt:
-                self._through_channels(chunk.clients, chunk.shares)
-            sums += chunk.shares.sum(axis=1, dtype=np.uint64)
+        chunks = [clients[lo : lo + step] for lo in range(0, clients.size, step)]
+        if len(chunks) <= 1 or THREADS <= 1:
+            for chunk in chunks:
+                sums += self._chunk_sums(chunk)
+            return sums
+        with ThreadPoolExecutor(max_workers=THREADS) as pool:
+            for partial in pool.map(self._chunk_sums, chunks):
+                sums += partial
         return sums
 
-    def _through_channels(
-        self, clients: npt.NDArray[np.int64], shares: npt.NDArray[np.uint64]
-    ) -> None:
+    def _chunk_sums(self, clients: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        chunk = self.inputs.messages(clients)
+        if self.world.bus.encrypt:
+            self._through_channels(chunk.clients, chunk.shares)
+        return np.asarray(chunk.shares.sum(axis=0, dtype=np.uint64))
+
+    def _through_channels(self, clients: npt.NDArray[np.int64], shares: npt.NDArray[np.uint64]) -> None:
         """Seal each share under its client->node key and open it as the node does; the
-        node adds what it decrypted, so write the opened values back."""
-        channels, header, cut = self.world.channels, self.header, len(self.header)
-        names = self.plan.clients
+        node adds what it decrypted, so the opened values replace the shares."""
+        names = [self.plan.clients[i] for i in clients.tolist()]
         for k, node in enumerate(self.plan.nodes):
-            block = shares[k]
-            for row, i in enumerate(clients.tolist()):
-                sealed = channels.seal(names[i], node, header + block[row].tobytes())
-                opened = channels.open(names[i], node, sealed)
-                if opened[:cut] != header:
-                    raise ChannelError(f"{names[i]}>{node}: not a share")
-                block[row] = np.frombuffer(opened, dtype=np.uint64, offset=cut)
+            column = np.ascontiguousarray(shares[:, k])
+            self.world.channels.seal_and_open_rows(names, node, self.header, column)
+            shares[:, k] = column
 
 
 def client_population(world: World, plan: DcaPlan, inputs: ClientInputs) -> Behaviour:
@@ -103,7 +112,7 @@ def client_population(world: World, plan: DcaPlan, inputs: ClientInputs) -> Beha
                         src=agent.id,
                         dst=node,
                         send_time=world.env.now,
-                        message=Share(values=mine.shares[k, row]),
+                        message=Share(values=mine.shares[row, k]),
                     )
                 )
     for node in plan.nodes:

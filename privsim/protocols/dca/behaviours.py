@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,10 +39,6 @@ class DcaPlan:
     agreement_timeout: float
     sum_timeout: float
     release_beyond_tolerance: bool = False
-    client_index: Mapping[str, int] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "client_index", {c: i for i, c in enumerate(self.clients)})
 
 
 def client(agent: Agent, inputs: ClientInputs, plan: DcaPlan) -> Behaviour:
@@ -50,7 +46,7 @@ def client(agent: Agent, inputs: ClientInputs, plan: DcaPlan) -> Behaviour:
     mine = inputs.messages([agent.role_index])
     agent.remember("input", mine.z[0])
     agent.remember("noise", mine.eta[0])
-    for node, share in zip(plan.nodes, mine.shares[:, 0], strict=True):
+    for node, share in zip(plan.nodes, mine.shares[0], strict=True):
         agent.send(node, Share(values=share))
     yield from ()
 
@@ -59,13 +55,14 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
     """Step 3 with fault tolerance: collect shares until the deadline, agree with the
     other nodes on the clients every node received, send the sum over that set."""
     n = len(plan.clients)
+    client_index = {c: i for i, c in enumerate(plan.clients)}
     received: dict[int, npt.NDArray[np.uint64]] = {}
     share_deadline = agent.now + plan.share_timeout
     while len(received) < n:
         delivery = yield from agent.receive(Share, deadline=share_deadline)
         if delivery is None:
             break
-        i = plan.client_index.get(delivery.src)
+        i = client_index.get(delivery.src)
         if i is not None and i not in received:
             received[i] = delivery.message.values
 

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.dca.maths import encode_fixed, shares_from_words
+from privsim.protocols.dca.maths import complete_shares, encode_fixed
 from privsim.sim.keystream import KeyStream
 
 __all__ = ["ClientData", "ClientInputs", "ClientMessages"]
@@ -35,7 +35,8 @@ class ClientData(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ClientMessages:
-    """For a chunk of clients: data ``z`` (n, d), noise ``eta`` (n, d), shares (M, n, d)."""
+    """For a chunk of clients: data ``z`` (n, d), noise ``eta`` (n, d), and ``shares``
+    (n, M, d): ``shares[i, k]`` is the message of client ``clients[i]`` to node k."""
 
     clients: npt.NDArray[np.int64]
     z: F64
@@ -62,7 +63,8 @@ class ClientInputs:
         eta = self.noise.normal(idx, d)
         eta *= self.noise_std
         x = encode_fixed(z + eta, self.fraction_bits)
-        r = self.randomness.words(idx, 0, (self.n_nodes - 1) * d).reshape(
-            idx.size, self.n_nodes - 1, d
-        )
-        return ClientMessages(clients=idx, z=z, eta=eta, shares=shares_from_words(x, r))
+        m = self.n_nodes
+        shares = np.empty((idx.size, m, d), dtype=np.uint64)
+        self.randomness.words_into(idx, 0, shares.reshape(idx.size, m * d)[:, : (m - 1) * d])
+        complete_shares(x, shares)
+        return ClientMessages(clients=idx, z=z, eta=eta, shares=shares)

@@ -17,7 +17,7 @@ __all__ = [
     "encode_fixed",
     "fixed_point_bound",
     "reconstruct",
-    "shares_from_words",
+    "complete_shares",
     "split_additive",
 ]
 
@@ -83,16 +83,20 @@ def split_additive(x: U64, n_shares: int, rng: np.random.Generator) -> U64:
     return shares
 
 
-def shares_from_words(x: U64, r: U64) -> U64:
-    """Algorithm 1's messages for many clients at once: ``x`` is ``(n, d)``, ``r`` is
-    ``(n, M − 1, d)`` uniform words; returns ``(M, n, d)`` with m_1 = x + r_1,
-    m_k = r_k (1 < k < M) and m_M = −Σ_{k<M} r_k."""
-    n, m_minus_1, d = r.shape
-    shares = np.empty((m_minus_1 + 1, n, d), dtype=np.uint64)
-    np.add(x, r[:, 0], out=shares[0])
-    shares[1:-1] = r[:, 1:].transpose(1, 0, 2)
-    np.subtract(np.uint64(0), r.sum(axis=1, dtype=np.uint64), out=shares[-1])
-    return shares
+def complete_shares(x: U64, shares: U64) -> None:
+    """Algorithm 1's messages for many clients at once, in place and without copies.
+
+    ``shares`` is ``(n, M, d)`` with uniform words in ``[:, :M-1]`` (r_1 … r_{M−1});
+    ``x`` is ``(n, d)``. Afterwards ``shares[:, 0] = x + r_1``, ``shares[:, k] = r_{k+1}``
+    and ``shares[:, M-1] = −Σ_{k<M} r_k``, so that Σ_k shares[:, k] = x.
+    """
+    m = shares.shape[1]
+    if m == 1:
+        shares[:, 0] = x
+        return
+    np.sum(shares[:, : m - 1], axis=1, dtype=np.uint64, out=shares[:, m - 1])
+    np.subtract(np.uint64(0), shares[:, m - 1], out=shares[:, m - 1])
+    shares[:, 0] += x
 
 
 def reconstruct(shares: U64) -> U64:
