@@ -55,6 +55,50 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from privsim.studies.study import load_study
+    from privsim.studies.sweep import sweep
+
+    study = load_study(args.study)
+    summary = sweep(study, args.out, scheduler=args.scheduler, workers=args.workers)
+    print(
+        f"{summary.total} rows in {args.out}: {summary.already_done} already there, {summary.ran} run "
+        f"({summary.errors} errors) in {summary.seconds:.1f} s. Next: privsim report {args.out}"
+    )
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from privsim.studies.report import write_report
+
+    md, figures = write_report(args.results)
+    print(f"wrote {md} and {len(figures)} figures")
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    import json
+
+    from privsim.studies.store import ResultStore
+    from privsim.studies.sweep import load_study_dir
+    from privsim.studies.worker import ROW_TIMING_FIELDS, run_task
+
+    study = load_study_dir(args.out)
+    task = next((t for t in study.tasks() if t.row_id == args.row_id), None)
+    if task is None:
+        raise ValueError(f"no row {args.row_id!r} in the study at {args.out}")
+    row = run_task(study.base, task)
+    print(json.dumps(row, indent=2, sort_keys=True, default=str))
+    with ResultStore(args.out) as store:
+        stored = store.row(args.row_id)
+    if stored is not None:
+        strip = lambda r: {k: v for k, v in r.items() if k not in ROW_TIMING_FIELDS}  # noqa: E731
+        same = json.loads(json.dumps(strip(row), sort_keys=True)) == strip(stored)
+        print(f"replay {'matches' if same else 'DIFFERS FROM'} the stored row (timings aside)")
+        return 0 if same else 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="privsim",
@@ -75,6 +119,21 @@ def build_parser() -> argparse.ArgumentParser:
     sc_p = sub.add_parser("scenario", help="print a built-in scenario's TOML (to copy and edit)")
     sc_p.add_argument("name", nargs="?", help="built-in scenario name; omit to list them")
     sc_p.set_defaults(func=_cmd_scenario)
+    sw_p = sub.add_parser(
+        "sweep", help="run a study (grid x replications); resumes where it stopped"
+    )
+    sw_p.add_argument("study", help="study TOML file")
+    sw_p.add_argument("--out", required=True, help="results directory (created; reused to resume)")
+    sw_p.add_argument("--scheduler", help="Dask scheduler address, or 'local' for a LocalCluster")
+    sw_p.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    sw_p.set_defaults(func=_cmd_sweep)
+    rep_p = sub.add_parser("report", help="summary tables (Markdown) and figures (PNG) of a study")
+    rep_p.add_argument("results", help="results directory of 'privsim sweep'")
+    rep_p.set_defaults(func=_cmd_report)
+    rp_p = sub.add_parser("replay", help="run one stored replication again and compare")
+    rp_p.add_argument("row_id", help="row id (the 'row_id' column)")
+    rp_p.add_argument("--out", default="results", help="results directory holding the row")
+    rp_p.set_defaults(func=_cmd_replay)
     val_p = sub.add_parser("validate", help="check a scenario file and report the first error")
     val_p.add_argument("scenario")
     val_p.set_defaults(func=_cmd_validate)
@@ -84,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from privsim.analysis.ledger import BudgetExceededError
     from privsim.scenarios import ScenarioError
+    from privsim.studies.executors import SchedulerError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -91,7 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(["run", *(argv or [])])
     try:
         return int(args.func(args))
-    except (ScenarioError, BudgetExceededError, ValueError) as exc:
+    except (
+        ScenarioError,
+        BudgetExceededError,
+        SchedulerError,
+        ValueError,
+        FileNotFoundError,
+    ) as exc:
         print(f"privsim: error: {exc}", file=sys.stderr)
         return 2
 

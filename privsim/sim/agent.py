@@ -42,10 +42,10 @@ class Agent:
     """One party. Its randomness comes from streams named ``("agent", id, purpose)``."""
 
     __slots__ = (
+        "_inbox",
         "alive",
         "crashed_at",
         "finished_at",
-        "_inbox",
         "id",
         "result",
         "role",

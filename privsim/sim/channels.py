@@ -31,7 +31,14 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-__all__ = ["NONCE_BYTES", "OVERHEAD_BYTES", "TAG_BYTES", "ChannelError", "SecureChannels", "hkdf_sha256"]
+__all__ = [
+    "NONCE_BYTES",
+    "OVERHEAD_BYTES",
+    "TAG_BYTES",
+    "ChannelError",
+    "SecureChannels",
+    "hkdf_sha256",
+]
 
 NONCE_BYTES = 12
 TAG_BYTES = 16
@@ -90,9 +97,9 @@ class _PairTable:
             self.next[i, j] = c + 1
             return c
         entry = self.sparse[(i, j)]
-        c = entry[1]
-        entry[1] = c + 1  # type: ignore[operator]
-        return c  # type: ignore[return-value]
+        c = int(entry[1])  # type: ignore[call-overload]
+        entry[1] = c + 1
+        return c
 
     def get_floor(self, i: int, j: int) -> int:
         return int(self.floor[i, j]) if self.dense else self.sparse[(i, j)][2]  # type: ignore[return-value]
@@ -121,7 +128,9 @@ class SecureChannels:
         self.key_agreement_seconds = 0.0
         self.pairs_agreed = 0
 
-    def add_party(self, party: str, private_key: bytes, role: str = "", index: int | None = None) -> None:
+    def add_party(
+        self, party: str, private_key: bytes, role: str = "", index: int | None = None
+    ) -> None:
         """Register ``party`` (of ``role``, at ``index`` among its role) with 32 bytes of
         private key material."""
         if len(private_key) != 32:
@@ -267,8 +276,8 @@ class SecureChannels:
         plain[:cut] = prefix
         plain_values = np.frombuffer(plain, dtype=np.uint64, offset=cut)
         sealed = bytearray(len(plain) + TAG_BYTES)
-        opened = bytearray(len(plain))
-        opened_values = np.frombuffer(opened, dtype=np.uint64, offset=cut)
+        opened_buf = bytearray(len(plain))
+        opened_words = np.frombuffer(opened_buf, dtype=np.uint64, offset=cut)
         for r, src in enumerate(sources):
             aead = AESGCM(keys[r].tobytes())
             nonce = int(counters[r]).to_bytes(NONCE_BYTES, "big")
@@ -276,12 +285,12 @@ class SecureChannels:
             plain_values[:] = rows[r]
             aead.encrypt_into(nonce, plain, aad, sealed)
             try:
-                aead.decrypt_into(nonce, sealed, aad, opened)
+                aead.decrypt_into(nonce, sealed, aad, opened_buf)
             except InvalidTag:  # pragma: no cover - the same key on both ends
                 raise ChannelError(f"authentication failed for message {src}>{dst}") from None
-            if opened[:cut] != prefix:
+            if opened_buf[:cut] != prefix:
                 raise ChannelError(f"{src}>{dst}: unexpected message")
-            rows[r] = opened_values
+            rows[r] = opened_words
         table.floor[idx, j] = counters + 1
 
     def keys_for(self, src_role: str, dst_role: str) -> npt.NDArray[np.uint8] | None:

@@ -119,7 +119,9 @@ class KeyStream:
             ecb, _ = self._ecb()
             buffer = self._scratch(nbytes)
             ecb.update_into(counters.data.cast("B"), buffer)
-            words = np.frombuffer(buffer, dtype="<u8", count=nbytes // 8).reshape(hi - lo, 2 * n_blocks)
+            words = np.frombuffer(buffer, dtype="<u8", count=nbytes // 8).reshape(
+                hi - lo, 2 * n_blocks
+            )
             out[lo:hi] = words[:, offset : offset + count]
 
     def _zeros(self, nbytes: int) -> bytes:

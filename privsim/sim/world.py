@@ -79,7 +79,9 @@ class World:
             raise RuntimeError("parties must be added before the world runs")
         clash = self.agents.keys() & set(party_ids)
         if clash or len(set(party_ids)) != len(party_ids):
-            raise ValueError(f"parties already exist or repeat: {sorted(clash)[:5] or 'repeated ids'}")
+            raise ValueError(
+                f"parties already exist or repeat: {sorted(clash)[:5] or 'repeated ids'}"
+            )
         first = len(self.parties_by_role[role])
         agents = [Agent(self, pid, role, first + k) for k, pid in enumerate(party_ids)]
         self.agents.update(zip(party_ids, agents, strict=True))

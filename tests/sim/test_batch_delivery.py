@@ -23,11 +23,14 @@ SIZE = 13  # wire bytes of Note
 
 
 def _world(batched: bool, *, deadline: float, count: int, faults: FaultSpec | None = None):
-    net = NetworkModel(LinkSpec(latency=LogNormalLatency(median=0.1, sigma=1.0), bandwidth=1e3, loss=0.1))
+    net = NetworkModel(
+        LinkSpec(latency=LogNormalLatency(median=0.1, sigma=1.0), bandwidth=1e3, loss=0.1)
+    )
     w = World(seed=5, network=net, faults=faults, encryption=False)
     senders = w.add_parties("sender", [f"s{i}" for i in range(200)])
     sink = w.add_party("sink", "sink")
     if batched:
+
         def population():
             yield w.env.timeout(0.05)  # sends after the receiver started waiting
             running = w.running("sender")
@@ -40,6 +43,7 @@ def _world(batched: bool, *, deadline: float, count: int, faults: FaultSpec | No
 
         w.start_group("senders", population())
     else:
+
         def send(agent):
             yield w.env.timeout(0.05)
             agent.send("sink", Note(n=0))
@@ -58,16 +62,28 @@ def _world(batched: bool, *, deadline: float, count: int, faults: FaultSpec | No
 
 @pytest.mark.parametrize(("deadline", "count"), [(0.3, 400), (100.0, 150), (100.0, 400)])
 def test_batched_receive_takes_exactly_what_per_message_receive_takes(deadline, count):
-    faults = FaultSpec(roles=("sender",), absent=0.1, crash=0.1, crash_window=(0.05, 0.1),
-                       straggler_fraction=0.3, straggler_slowdown=10.0)
+    faults = FaultSpec(
+        roles=("sender",),
+        absent=0.1,
+        crash=0.1,
+        crash_window=(0.05, 0.1),
+        straggler_fraction=0.3,
+        straggler_slowdown=10.0,
+    )
     w1, got1 = _world(False, deadline=deadline, count=count, faults=faults)
     w2, got2 = _world(True, deadline=deadline, count=count, faults=faults)
     assert got1 == got2 and 0 < len(got1) <= count
     t1, t2 = w1.trace.arrays(), w2.trace.arrays()
     for column in ("wire_bytes", "send_time", "depart_time", "status"):
         np.testing.assert_array_equal(np.sort(getattr(t1, column)), np.sort(getattr(t2, column)))
-    np.testing.assert_array_equal(np.sort(np.nan_to_num(t1.recv_time)), np.sort(np.nan_to_num(t2.recv_time)))
-    assert set(np.unique(t1.status).tolist()) >= {Status.DELIVERED, Status.LOST, Status.SENDER_CRASHED}
+    np.testing.assert_array_equal(
+        np.sort(np.nan_to_num(t1.recv_time)), np.sort(np.nan_to_num(t2.recv_time))
+    )
+    assert set(np.unique(t1.status).tolist()) >= {
+        Status.DELIVERED,
+        Status.LOST,
+        Status.SENDER_CRASHED,
+    }
 
 
 def test_batched_messages_to_a_crashed_receiver_are_dropped():

@@ -85,7 +85,9 @@ class ShareRound:
             self._through_channels(chunk.clients, chunk.shares)
         return np.asarray(chunk.shares.sum(axis=0, dtype=np.uint64))
 
-    def _through_channels(self, clients: npt.NDArray[np.int64], shares: npt.NDArray[np.uint64]) -> None:
+    def _through_channels(
+        self, clients: npt.NDArray[np.int64], shares: npt.NDArray[np.uint64]
+    ) -> None:
         """Seal each share under its client->node key and open it as the node does; the
         node adds what it decrypted, so the opened values replace the shares."""
         names = [self.plan.clients[i] for i in clients.tolist()]

@@ -13,11 +13,11 @@ import numpy.typing as npt
 __all__ = [
     "FixedPointRangeError",
     "client_noise_std",
+    "complete_shares",
     "decode_fixed",
     "encode_fixed",
     "fixed_point_bound",
     "reconstruct",
-    "complete_shares",
     "split_additive",
 ]
 

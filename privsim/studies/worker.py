@@ -1,0 +1,97 @@
+"""Running one replication and turning its result into a tidy row (any process, any host)."""
+
+from __future__ import annotations
+
+import time
+import traceback
+import warnings
+from typing import Any
+
+from privsim import __version__
+from privsim.studies.study import Task, apply_fields
+
+__all__ = ["ROW_TIMING_FIELDS", "flatten_result", "run_task"]
+
+#: Fields that measure the machine, not the simulation (excluded when comparing runs).
+ROW_TIMING_FIELDS = ("wall_seconds", "key_agreement_seconds")
+
+
+def flatten_result(result: dict[str, Any]) -> dict[str, Any]:
+    """The figures of a :class:`~privsim.runner.RunResult` that a study tabulates."""
+    privacy = result["privacy"]
+    parties = result["parties"]
+    comm = result["communication"]
+    row: dict[str, Any] = {
+        "status": result["status"],
+        "abort_reason": (result["abort"] or {}).get("reason"),
+        "accuracy": result["accuracy"],
+        "epsilon": privacy["achieved_epsilon"],
+        "delta": privacy["delta"],
+        "target_epsilon": privacy["target_epsilon"],
+        "guarantee_met": privacy["guarantee_met"],
+        "parties": {
+            "clients": parties["clients"],
+            "included": parties["included"],
+            "absent": len(parties["absent"]),
+            "crashed": len(parties["crashed"]),
+            "excluded": len(parties["excluded"]),
+            "colluding": len(parties["colluding"]),
+        },
+        "messages": comm["messages"],
+        "bytes": comm["bytes"],
+        "rounds": comm["rounds"],
+        "cost": {
+            role: {
+                k: rc[k]
+                for k in (
+                    "messages_sent_mean",
+                    "messages_sent_max",
+                    "bytes_sent_mean",
+                    "bytes_sent_max",
+                    "bytes_received_mean",
+                    "bytes_received_max",
+                )
+            }
+            for role, rc in comm["roles"].items()
+        },
+        "duration": result["duration"],
+        "wall_seconds": result["wall_seconds"],
+        "key_agreement_seconds": result["key_agreement_seconds"],
+    }
+    base = result.get("baseline")
+    if base and base.get("accuracy"):
+        row["baseline"] = {"rmse": base["accuracy"]["rmse"], "epsilon": base["achieved_epsilon"]}
+    return row
+
+
+def run_task(base: dict[str, Any], task: Task) -> dict[str, Any]:
+    """Run one replication. Never raises: a failure becomes a row with status ``error``."""
+    from privsim.runner import run
+    from privsim.scenarios.loader import scenario_from_dict
+
+    coords = dict(task.coordinates)
+    row: dict[str, Any] = {
+        "row_id": task.row_id,
+        "cell": task.cell,
+        "replication": task.replication,
+        "seed": task.seed,
+        "grid": coords,
+        "version": __version__,
+    }
+    started = time.perf_counter()
+    try:
+        scenario = scenario_from_dict(apply_fields(base, coords))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = run(scenario, task.seed).to_dict()
+        row.update(flatten_result(result))
+    except Exception as exc:  # recorded, never fatal to the study
+        row.update(
+            {
+                "status": "error",
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=5),
+                "wall_seconds": time.perf_counter() - started,
+            }
+        )
+    return row

@@ -1,0 +1,191 @@
+"""Studies: grid validation, seeds, the resumable store, executors, report, replay."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from privsim.cli import main
+from privsim.studies import ResultStore, StudyError, load, load_study
+from privsim.studies.executors import SchedulerError
+from privsim.studies.store import rows_without_timing
+from privsim.studies.sweep import sweep
+from privsim.studies.worker import ROW_TIMING_FIELDS
+
+TINY_BASE = {
+    "name": "tiny",
+    "baseline": False,
+    "population": {"clients": 30, "compute_nodes": 3},
+    "data": {"dimension": 4},
+    "privacy": {"epsilon": 1.0, "delta": 1e-5},
+    "dca": {"tolerated": 4},
+    "network": {"encryption": "none", "link": {"latency": {"model": "constant", "value": 0.01}}},
+}
+
+
+def _study_file(tmp_path: Path, grid: str, replications: int = 2, extra: str = "") -> Path:
+    base = tmp_path / "base.toml"
+    import tomli_w
+
+    base.write_text(tomli_w.dumps(TINY_BASE))
+    path = tmp_path / "study.toml"
+    path.write_text(
+        f'name = "t"\nseed = 3\nreplications = {replications}\nbase = "base.toml"\n{extra}\n[grid]\n{grid}\n'
+    )
+    return path
+
+
+GRID = '"privacy.epsilon" = [0.5, 2.0]\n"protocol" = ["dca", "trusted_aggregator"]'
+
+
+def test_tasks_have_stable_distinct_seeds(tmp_path):
+    study = load_study(_study_file(tmp_path, GRID, replications=3))
+    tasks = list(study.tasks())
+    assert len(tasks) == 2 * 2 * 3
+    assert len({t.seed for t in tasks}) == len(tasks) and len({t.row_id for t in tasks}) == len(
+        tasks
+    )
+    again = list(load_study(_study_file(tmp_path, GRID, replications=3)).tasks())
+    assert [(t.row_id, t.seed) for t in tasks] == [(t.row_id, t.seed) for t in again]
+    # adding replications keeps the existing rows' ids and seeds
+    more = {
+        t.row_id: t.seed for t in load_study(_study_file(tmp_path, GRID, replications=5)).tasks()
+    }
+    assert all(more[t.row_id] == t.seed for t in tasks)
+
+
+@pytest.mark.parametrize(
+    ("grid", "words"),
+    [
+        ('"privacy.epsilom" = [1.0]', "not a scenario field"),
+        ('"privacy.epsilon" = []', "no values"),
+        ('"privacy.epsilon" = ["lots"]', "expected a number"),
+        ('"population.clients" = [10, 3]', "dca.tolerated"),
+        ('"privacy.epsilon" = 1.0', "must be a list"),
+    ],
+)
+def test_bad_grids_fail_before_any_work(tmp_path, grid, words):
+    with pytest.raises(StudyError, match=words):
+        load_study(_study_file(tmp_path, grid))
+
+
+def test_unreachable_scheduler_fails_before_work(tmp_path):
+    study = load_study(_study_file(tmp_path, GRID))
+    with pytest.raises(SchedulerError, match="cannot reach"):
+        sweep(study, tmp_path / "out", scheduler="tcp://127.0.0.1:9", progress=None)
+    assert not (tmp_path / "out" / "results.sqlite").exists()
+
+
+def test_local_sweep_rows_resume_and_report(tmp_path):
+    path = _study_file(tmp_path, GRID)
+    out = tmp_path / "out"
+    summary = sweep(load_study(path), out, workers=2, progress=None)
+    assert (summary.total, summary.ran, summary.errors) == (8, 8, 0)
+    again = sweep(load_study(path), out, workers=2, progress=None)
+    assert (again.already_done, again.ran) == (8, 0)
+    frame = load(out)
+    assert len(frame) == 8 and frame["row_id"].is_unique
+    for column in (
+        "grid.privacy.epsilon",
+        "grid.protocol",
+        "seed",
+        "accuracy.rmse",
+        "epsilon",
+        "cost.client.bytes_sent_mean",
+        "duration",
+        "wall_seconds",
+        "status",
+        "version",
+    ):
+        assert column in frame, column
+    assert set(frame["status"]) == {"released"}
+    # a smaller epsilon costs accuracy (8 vs 2 rows per protocol; noise ratio 4x)
+    by_eps = frame.groupby("grid.privacy.epsilon")["accuracy.rmse"].median()
+    assert by_eps[0.5] > by_eps[2.0]
+    assert main(["report", str(out)]) == 0
+    md = (out / "report" / "summary.md").read_text()
+    assert "RMSE" in md and "| privacy.epsilon |" in md
+    assert list((out / "report").glob("*.png"))
+
+
+def test_replay_reproduces_a_row(tmp_path, capsys):
+    path = _study_file(tmp_path, GRID, replications=1)
+    out = tmp_path / "out"
+    sweep(load_study(path), out, workers=1, progress=None)
+    row_id = load(out)["row_id"].iloc[0]
+    assert main(["replay", row_id, "--out", str(out)]) == 0
+    assert "matches the stored row" in capsys.readouterr().out
+
+
+def test_a_failing_replication_is_recorded_and_the_study_goes_on(tmp_path):
+    # classic calibration at eps = 10, delta = 1e-4 under-noises: the ledger refuses the run.
+    overrides = '[overrides]\n"privacy.epsilon" = 10.0\n"privacy.delta" = 1e-4\n'
+    path = _study_file(
+        tmp_path, '"privacy.calibration" = ["exact", "classic"]', replications=2, extra=overrides
+    )
+    summary = sweep(load_study(path), tmp_path / "out", workers=1, progress=None)
+    frame = load(tmp_path / "out")
+    assert summary.errors == 2 and len(frame) == 4
+    errors = frame[frame["status"] == "error"]
+    assert set(errors["grid.privacy.calibration"]) == {"classic"}
+    assert errors["error"].str.contains("BudgetExceededError").all()
+
+
+def test_dask_local_cluster_gives_the_same_rows_as_the_process_pool(tmp_path):
+    path = _study_file(tmp_path, GRID)
+    sweep(load_study(path), tmp_path / "pool", workers=2, progress=None)
+    sweep(load_study(path), tmp_path / "dask", scheduler="local", workers=2, progress=None)
+    with ResultStore(tmp_path / "pool") as a, ResultStore(tmp_path / "dask") as b:
+        assert rows_without_timing(a.rows()) == rows_without_timing(b.rows())
+
+
+def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path):
+    """kill -9 a running sweep (and its workers), start it again: the final table equals
+    an uninterrupted run's."""
+    path = _study_file(tmp_path, '"privacy.epsilon" = [0.5, 1.0, 2.0, 4.0]', replications=10)
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "privsim", "sweep", str(path), "--out", str(out), "--workers", "1"]
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if (out / "results.sqlite").exists():
+            with ResultStore(out) as store:
+                if len(store) >= 5:
+                    break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with ResultStore(out) as store:
+        partial = len(store)
+    assert 5 <= partial < 40, "the kill must land mid-run"
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    full = tmp_path / "uninterrupted"
+    sweep(load_study(path), full, workers=2, progress=None)
+    with ResultStore(out) as a, ResultStore(full) as b:
+        resumed, reference = a.rows(), b.rows()
+    assert len(resumed) == 40 and len({r["row_id"] for r in resumed}) == 40
+    assert rows_without_timing(resumed) == rows_without_timing(reference)
+    assert ROW_TIMING_FIELDS == ("wall_seconds", "key_agreement_seconds")
+
+
+def test_study_directory_refuses_a_different_study(tmp_path):
+    sweep(
+        load_study(_study_file(tmp_path, GRID, replications=1)),
+        tmp_path / "out",
+        workers=1,
+        progress=None,
+    )
+    with pytest.raises(StudyError, match="different study"):
+        sweep(
+            load_study(_study_file(tmp_path, '"privacy.epsilon" = [3.0]')),
+            tmp_path / "out",
+            progress=None,
+        )
+    assert json.loads((tmp_path / "out" / "study.json").read_text())["name"] == "t"
