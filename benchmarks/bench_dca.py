@@ -1,7 +1,7 @@
-"""DCA and engine benchmark: wall time, key-agreement time and peak memory per cell.
+"""Quickstart and engine benchmark: wall time, key-agreement time and peak memory per cell.
+(The DCA grid of the paper's Table 1 is ``bench_table1.py``.)
 
-    python benchmarks/bench_dca.py            # all cells (a few minutes on 2 cores)
-    python benchmarks/bench_dca.py --quick    # small cells only
+    python benchmarks/bench_dca.py
 
 Each cell runs in a fresh subprocess so its peak resident memory (ru_maxrss) is its own.
 """
@@ -19,34 +19,8 @@ import time
 CELLS = {
     "engine-1e5-msgs": dict(kind="engine", messages=100_000),
     "quickstart": dict(kind="quickstart"),
-    "dca N=1e3 d=1e2 M=10": dict(kind="dca", n=1_000, d=100, m=10),
-    "dca N=1e4 d=1e3 M=10": dict(kind="dca", n=10_000, d=1_000, m=10),
 }
-QUICK = ("engine-1e5-msgs", "quickstart", "dca N=1e3 d=1e2 M=10")
-
-
-def _dca_scenario(n: int, d: int, m: int, encryption: str):
-    from privsim.scenarios import scenario_from_dict
-
-    return scenario_from_dict(
-        {
-            "name": f"bench-{n}-{d}-{m}",
-            "baseline": False,
-            "population": {"clients": n, "compute_nodes": m},
-            "data": {"dimension": d},
-            "privacy": {"epsilon": 1.0, "delta": 1e-5},
-            "dca": {
-                "tolerated": 0,
-                "share_timeout": 1e6,
-                "agreement_timeout": 1e6,
-                "sum_timeout": 1e6,
-            },
-            "network": {
-                "encryption": encryption,
-                "link": {"latency": {"model": "constant", "value": 0.01}, "bandwidth": 1.25e8},
-            },
-        }
-    )
+QUICK = ("engine-1e5-msgs", "quickstart")
 
 
 def _engine_cell(messages: int, encryption: str) -> dict:
@@ -103,11 +77,8 @@ def _run_cell(name: str, encryption: str) -> dict:
     from privsim.runner import simulate
     from privsim.scenarios import builtin_scenario_path, load_scenario
 
-    if spec["kind"] == "quickstart":
-        sc = load_scenario(builtin_scenario_path("quickstart"))
-        sc = dataclasses.replace(sc, network=dataclasses.replace(sc.network, encryption=encryption))
-    else:
-        sc = _dca_scenario(spec["n"], spec["d"], spec["m"], encryption)
+    sc = load_scenario(builtin_scenario_path("quickstart"))
+    sc = dataclasses.replace(sc, network=dataclasses.replace(sc.network, encryption=encryption))
     t0 = time.perf_counter()
     sim = simulate(sc)
     wall = time.perf_counter() - t0

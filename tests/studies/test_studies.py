@@ -189,3 +189,26 @@ def test_study_directory_refuses_a_different_study(tmp_path):
             progress=None,
         )
     assert json.loads((tmp_path / "out" / "study.json").read_text())["name"] == "t"
+
+
+def _dies_once(base, task):
+    """A run function whose worker process dies the first time it meets replication 1."""
+    from privsim.studies.worker import run_task
+
+    marker = Path(base["_marker"])
+    if task.replication == 1 and not marker.exists():
+        marker.write_text("died")
+        os._exit(1)
+    clean = {k: v for k, v in base.items() if k != "_marker"}
+    return run_task(clean, task)
+
+
+def test_a_worker_that_dies_mid_task_is_retried(tmp_path):
+    from privsim.studies.executors import LocalExecutor
+
+    study = load_study(_study_file(tmp_path, '"privacy.epsilon" = [1.0]', replications=3))
+    base = {**study.base, "_marker": str(tmp_path / "marker")}
+    rows = list(LocalExecutor(2).run(_dies_once, base, list(study.tasks())))
+    assert (tmp_path / "marker").exists()  # a worker really died
+    assert sorted(r["replication"] for r in rows) == [0, 1, 2]
+    assert {r["status"] for r in rows} == {"released"}
