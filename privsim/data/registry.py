@@ -1,0 +1,320 @@
+"""The dataset registry: named real data sets, read from ``$PRIVSIM_DATA_DIR`` and verified.
+
+Each entry names its file(s), their SHA-256 checksums, and a parser that returns the
+raw table with documented encodings (e.g. abalone's sex M -> 0, F and I -> 1, as the DCA
+paper's code does). Paper-specific preprocessing (centring, scaling, dummies, splits)
+belongs to the studies that reproduce each paper. A user's own CSV works wherever a named
+data set does: :func:`load_csv` with its feature and target columns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "REGISTRY",
+    "DataError",
+    "Dataset",
+    "DatasetSpec",
+    "data_dir",
+    "load_csv",
+    "load_dataset",
+]
+
+DATA_DIR_ENV = "PRIVSIM_DATA_DIR"
+
+
+class DataError(FileNotFoundError):
+    """A data set cannot be read: missing directory or file, or a checksum mismatch."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """A table with a target column; ``X``/``y`` give NumPy arrays of the features."""
+
+    name: str
+    frame: Any  # pandas.DataFrame
+    target: str
+    features: tuple[str, ...]
+
+    @property
+    def X(self) -> npt.NDArray[np.float64]:
+        return self.frame.loc[:, list(self.features)].to_numpy(dtype=np.float64)
+
+    @property
+    def y(self) -> npt.NDArray[np.float64]:
+        return self.frame[self.target].to_numpy(dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetSpec:
+    name: str
+    files: tuple[tuple[str, str], ...]  # (file name, sha256)
+    parse: Callable[[Sequence[Path]], Any]
+    target: str
+    description: str
+    features: tuple[str, ...] = field(default=())  # default: every column but the target
+
+
+def _read_csv(path: Path, **kwargs: Any) -> Any:
+    import pandas as pd
+
+    return pd.read_csv(path, **kwargs)
+
+
+def _wine(paths: Sequence[Path]) -> Any:
+    return _read_csv(paths[0], sep=";")
+
+
+def _abalone(paths: Sequence[Path]) -> Any:
+    cols = [
+        "sex",
+        "length",
+        "diameter",
+        "height",
+        "whole_weight",
+        "shucked_weight",
+        "viscera_weight",
+        "shell_weight",
+        "rings",
+    ]
+    frame = _read_csv(paths[0], header=None, names=cols)
+    frame["sex"] = (frame["sex"] != "M").astype(np.float64)  # M -> 0, F and I -> 1
+    return frame
+
+
+def _airfoil(paths: Sequence[Path]) -> Any:
+    return _read_csv(paths[0], sep="\t")
+
+
+def _occupancy(paths: Sequence[Path]) -> Any:
+    import pandas as pd
+
+    # The header names 7 fields and every row has 8: the first is a row id, used as index.
+    frames = [_read_csv(p, index_col=0) for p in paths]
+    return pd.concat(frames, ignore_index=True).drop(columns=["date"])
+
+
+def _htru2(paths: Sequence[Path]) -> Any:
+    return _read_csv(paths[0])
+
+
+def _skin(paths: Sequence[Path]) -> Any:
+    frame = _read_csv(paths[0], sep="\t")
+    # The file's header says R G B T; the UCI column order is B, G, R, class.
+    frame.columns = ["B", "G", "R", "skin"]
+    frame["skin"] = (frame["skin"] == 1).astype(np.float64)  # 1 = skin, 2 = non-skin -> 0
+    return frame
+
+
+def _raw(paths: Sequence[Path]) -> Any:
+    return _read_csv(paths[0])
+
+
+REGISTRY: dict[str, DatasetSpec] = {
+    spec.name: spec
+    for spec in (
+        DatasetSpec(
+            "wine-red",
+            (
+                (
+                    "winequality-red.csv",
+                    "4a402cf041b025d4566d954c3b9ba8635a3a8a01e039005d97d6a710278cf05e",
+                ),
+            ),
+            _wine,
+            "quality",
+            "UCI Wine Quality, red: 1599 x 11 features",
+        ),
+        DatasetSpec(
+            "wine-white",
+            (
+                (
+                    "winequality-white.csv",
+                    "76c3f809815c17c07212622f776311faeb31e87610d52c26d87d6e361b169836",
+                ),
+            ),
+            _wine,
+            "quality",
+            "UCI Wine Quality, white: 4898 x 11 features",
+        ),
+        DatasetSpec(
+            "abalone",
+            (("abalone.data", "de37cdcdcaaa50c309d514f248f7c2302a5f1f88c168905eba23fe2fbc78449f"),),
+            _abalone,
+            "rings",
+            "UCI Abalone: 4177 x 8 features (sex M -> 0, else 1)",
+        ),
+        DatasetSpec(
+            "airfoil",
+            (
+                (
+                    "airfoil_self_noise.dat",
+                    "748164e2e721d54456380bb14013bbd978c9b0fe24bd24265e6bf02b90e69706",
+                ),
+            ),
+            _airfoil,
+            "Soundpressure",
+            "UCI Airfoil Self-Noise: 1503 x 5 features",
+        ),
+        DatasetSpec(
+            "forestfires",
+            (
+                (
+                    "forestfires.csv",
+                    "0d6586a1fa52f55bef48578aef14eb97273f1e9330e1a53423df497a77065253",
+                ),
+            ),
+            _raw,
+            "area",
+            "UCI Forest Fires: 517 rows; month and day are text",
+            ("X", "Y", "FFMC", "DMC", "DC", "ISI", "temp", "RH", "wind", "rain"),
+        ),
+        DatasetSpec(
+            "garments",
+            (
+                (
+                    "garments_worker_productivity.csv",
+                    "c2ad58e5d45a7b2252386c023ab6855c3c07873c96121860b6226bc5423d3d68",
+                ),
+            ),
+            _raw,
+            "actual_productivity",
+            "UCI Garment productivity: 1197 rows; several text columns",
+            (
+                "team",
+                "targeted_productivity",
+                "smv",
+                "over_time",
+                "incentive",
+                "idle_time",
+                "idle_men",
+                "no_of_style_change",
+                "no_of_workers",
+            ),
+        ),
+        DatasetSpec(
+            "occupancy",
+            (
+                (
+                    "occupancy_datatraining.txt",
+                    "b2c4d0ce2b9e4e453c476f7125ef31aeec2d1f5c7f5572d0e80de3df6521ab56",
+                ),
+                (
+                    "occupancy_datatest.txt",
+                    "1b92c7c1b2838963464fa891a610cf3c5db4becb7189189b29b330107a584c7f",
+                ),
+                (
+                    "occupancy_datatest2.txt",
+                    "d026d1bd5aeccd4aff4f3b3710d48e40613bd5fc370db7e61bbdcaa50d985095",
+                ),
+            ),
+            _occupancy,
+            "Occupancy",
+            "UCI Occupancy Detection, all three files: 20560 x 5 features",
+        ),
+        DatasetSpec(
+            "htru2",
+            (("HTRU_2.csv", "19b47bc7feb15f30b48ae622a6d3665d740a162417b43986c6493989b6529254"),),
+            _htru2,
+            "Class",
+            "UCI HTRU2 pulsars: 17898 x 8 features",
+        ),
+        DatasetSpec(
+            "skin",
+            (
+                (
+                    "Skin_NonSkin.txt",
+                    "8aab1bfde88572ff0ba55be9a6c608654e5cedb1699630051dfff4f5a611cb6d",
+                ),
+            ),
+            _skin,
+            "skin",
+            "UCI Skin Segmentation: 245057 x 3 (B, G, R); skin = 1",
+        ),
+    )
+}
+
+_verified: dict[tuple[str, int, float], str] = {}
+
+
+def data_dir() -> Path:
+    """The directory named by ``$PRIVSIM_DATA_DIR``."""
+    value = os.environ.get(DATA_DIR_ENV)
+    if not value:
+        raise DataError(
+            f"{DATA_DIR_ENV} is not set: point it at the directory holding the data files "
+            f"(e.g. export {DATA_DIR_ENV}=../shared/data)"
+        )
+    path = Path(value)
+    if not path.is_dir():
+        raise DataError(f"{DATA_DIR_ENV}={value} is not a directory")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime)
+    if key not in _verified:
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        _verified[key] = digest.hexdigest()
+    return _verified[key]
+
+
+def load_dataset(name: str) -> Dataset:
+    """Read a registered data set from ``$PRIVSIM_DATA_DIR``, verifying every checksum."""
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise KeyError(
+            f"no data set {name!r}; registered: {sorted(REGISTRY)} (or use load_csv for your own)"
+        )
+    root = data_dir()
+    paths = []
+    for file_name, sha in spec.files:
+        path = root / file_name
+        if not path.is_file():
+            raise DataError(
+                f"{file_name} (data set {name!r}) is missing from {DATA_DIR_ENV}={root}"
+            )
+        actual = _sha256(path)
+        if actual != sha:
+            raise DataError(
+                f"{path} has sha256 {actual}, expected {sha}: the file is not the registered copy"
+            )
+        paths.append(path)
+    frame = spec.parse(paths)
+    features = spec.features or tuple(c for c in frame.columns if c != spec.target)
+    return Dataset(name=name, frame=frame, target=spec.target, features=tuple(features))
+
+
+def load_csv(path: str | Path, *, features: Sequence[str], target: str, sep: str = ",") -> Dataset:
+    """A user's own CSV as a data set: the named feature and target columns must exist and
+    be numeric."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"CSV file {str(p)!r} does not exist")
+    frame = _read_csv(p, sep=sep)
+    missing = [c for c in (*features, target) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{p}: no column(s) {missing}; the file has {list(frame.columns)}")
+    import pandas as pd
+
+    bad = [c for c in (*features, target) if not pd.api.types.is_numeric_dtype(frame[c])]
+    if bad:
+        raise ValueError(f"{p}: column(s) {bad} are not numeric; encode them first")
+    return Dataset(name=p.stem, frame=frame, target=target, features=tuple(features))
