@@ -1,0 +1,1 @@
+"""DP Bayesian linear regression by sufficient statistic perturbation (Heikkilä et al. 2017, §3.2)."""
