@@ -81,7 +81,7 @@ def posterior(
     """Posterior N(μ, Λ⁻¹) of β: Λ = λ₀ I + λ Σ x xᵀ, μ = λ Λ⁻¹ Σ x y."""
     d = xy.size
     precision = prior_precision * np.eye(d) + noise_precision * xx
-    mean = noise_precision * np.linalg.solve(precision, xy)
+    mean = np.asarray(noise_precision * np.linalg.solve(precision, xy), dtype=np.float64)
     return mean, precision
 
 
