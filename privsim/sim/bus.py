@@ -72,6 +72,7 @@ class BatchFlight:
     deliverable: npt.NDArray[np.bool_]
     lost: npt.NDArray[np.bool_]
     first_id: int
+    settled: bool = False
 
 
 class _RoleState:
@@ -226,12 +227,19 @@ class MessageBus:
         """
         world = self.world
         idx = np.asarray(senders, dtype=np.int64)
+        if np.unique(idx).size != idx.size:
+            raise ValueError("send_batch sends one message per sender: a sender is repeated")
         parties = world.parties_by_role[role]
         state = self._roles[role]
-        dst = self._check_route(parties[int(idx[0])] if idx.size else dst_id, dst_id, kind.__name__)
-        if not isinstance(world.network.topology, CompleteTopology):
-            for i in idx.tolist():
-                self._check_route(parties[i], dst_id, kind.__name__)
+        dst = world.agents.get(dst_id)
+        if dst is None:
+            raise UnknownPartyError(
+                f"{role} batch of {kind.__name__} sent to unknown party {dst_id!r}"
+            )
+        # A full mesh allows every send but a self-send; other topologies check every sender.
+        check = idx if not isinstance(world.network.topology, CompleteTopology) else idx[:1]
+        for i in check.tolist():
+            self._check_route(parties[i], dst_id, kind.__name__)
         now = float(world.env.now)
         if self.encrypt:
             wire_bytes += OVERHEAD_BYTES
@@ -288,22 +296,31 @@ class MessageBus:
             idx.size,
         )
 
-    def finalise(self) -> None:
-        """Settle the fate of every batched message once the run is over, as the
+    def finalise(self, horizon: float) -> None:
+        """Settle the fate of batched messages that arrive by ``horizon``, as the
         per-message path would have: dropped if the receiver was absent or had crashed
-        before the arrival (an arrival at the very instant of a crash still lands)."""
+        before the arrival (an arrival at the very instant of a crash still lands).
+        Messages arriving later stay in flight; a later run settles them. A run that ends
+        because nothing is left to happen passes an infinite horizon: per-message arrivals
+        are events and would all have been processed."""
         absent = self.world.faults.absent
+        now = horizon
         for f in self.flights:
+            if f.settled:
+                continue
             if f.dst.id in absent:
                 crash = -np.inf
             else:
                 crash = f.dst.crashed_at if f.dst.crashed_at is not None else np.inf
-            status = np.full(f.lost.size, Status.DELIVERED, dtype=np.int8)
-            status[f.arrival > crash] = Status.DROPPED_DEAD_RECEIVER
+            arrived = f.arrival <= now
+            status = np.full(f.lost.size, Status.IN_FLIGHT, dtype=np.int8)
+            status[arrived] = Status.DELIVERED
+            status[arrived & (f.arrival > crash)] = Status.DROPPED_DEAD_RECEIVER
             status[~f.deliverable & ~f.lost] = Status.SENDER_CRASHED
             status[f.lost] = Status.LOST
-            recv = np.where(f.deliverable, f.arrival, np.nan)
+            recv = np.where(f.deliverable & arrived, f.arrival, np.nan)
             self.world.trace.settle_batch(f.first_id, status, recv)
+            f.settled = bool(arrived[f.deliverable].all())
 
 
 def _words_at(stream: KeyStream, parties: npt.NDArray[np.int64], positions: npt.NDArray[np.int64]):

@@ -10,8 +10,8 @@ Keys are agreed once per pair, lazily on first use or in bulk with
 :meth:`SecureChannels.agree`, which a protocol's set-up phase calls so that key agreement
 is timed apart from the rounds. Both ends of a pair derive the same secret; the
 simulator computes it once. Per-pair state lives in dense tables per pair of roles
-(64 bytes of keys and three counters per pair), so 10^6 client–node pairs fit in well
-under 200 MB.
+(64 bytes of keys and three counters per pair, about 90 bytes per pair: 10^6 client–node
+pairs take about 90 MB); role pairs with more than 5·10^6 pairs use a dict instead.
 
 Private keys are drawn from the party's named stream rather than the operating system so
 that a run stays a pure function of ``(scenario, seed)``; the cryptography is otherwise
@@ -46,7 +46,7 @@ TAG_BYTES = 16
 OVERHEAD_BYTES = NONCE_BYTES + TAG_BYTES
 _HKDF_INFO = b"privsim/channel/v1"
 # Role pairs with more pairs than this keep their state in a dict instead of a table.
-_DENSE_MAX_PAIRS = 20_000_000
+_DENSE_MAX_PAIRS = 5_000_000
 _PRIVATE_CACHE = 256
 
 
@@ -120,7 +120,7 @@ class SecureChannels:
         self._role_sizes: dict[str, int] = {}
         self._public: dict[str, X25519PublicKey] = {}
         self._private_cache: dict[str, X25519PrivateKey] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._tables: dict[tuple[str, str], _PairTable] = {}
         # Counters accepted ahead of the floor (out-of-order arrivals), per direction.
         self._ahead: dict[tuple[str, str], set[int]] = {}
@@ -144,8 +144,11 @@ class SecureChannels:
     def _table(self, src_role: str, dst_role: str) -> _PairTable:
         table = self._tables.get((src_role, dst_role))
         if table is None:
-            table = _PairTable(self._role_sizes[src_role], self._role_sizes[dst_role])
-            self._tables[(src_role, dst_role)] = table
+            with self._lock:  # a batched round's threads may ask at once
+                table = self._tables.get((src_role, dst_role))
+                if table is None:
+                    table = _PairTable(self._role_sizes[src_role], self._role_sizes[dst_role])
+                    self._tables[(src_role, dst_role)] = table
         return table
 
     def _public_key(self, party: str) -> X25519PublicKey:
@@ -164,12 +167,13 @@ class SecureChannels:
 
     def agree(self, pairs: Iterable[tuple[str, str]]) -> None:
         """Agree keys for ``pairs`` now (a protocol's set-up phase), skipping known pairs."""
-        start = time.perf_counter()
-        for a, b in pairs:
-            table, i, j = self._locate(a, b)
-            if not table.has(i, j):
-                self._agree(a, b)
-        self.key_agreement_seconds += time.perf_counter() - start
+        with self._lock:
+            start = time.perf_counter()
+            for a, b in pairs:
+                table, i, j = self._locate(a, b)
+                if not table.has(i, j):
+                    self._agree(a, b)
+            self.key_agreement_seconds += time.perf_counter() - start
 
     def _private_key(self, party: str) -> X25519PrivateKey:
         # Loading a private key costs about as much as an exchange: keep the recent ones.

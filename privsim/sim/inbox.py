@@ -61,6 +61,7 @@ class Inbox:
         "_timer",
         "_timer_at",
         "_waiter",
+        "_waiter_deadline",
         "_waiter_match",
     )
 
@@ -69,6 +70,7 @@ class Inbox:
         self._items: deque[Any] = deque()
         self._waiter: simpy.Event | None = None
         self._waiter_match: Callable[[Any], bool] | None = None
+        self._waiter_deadline: float | None = None
         self._timer: simpy.Event | None = None
         self._timer_at = float("nan")
         self._flights: dict[str, list[Any]] = {}
@@ -76,18 +78,21 @@ class Inbox:
 
     def put_flight(self, flight: Any) -> None:
         """Register a batch of messages on their way here (see ``MessageBus.send_batch``)."""
-        self._flights.setdefault(flight.kind, []).append(flight)
+        taken = np.zeros(flight.senders.size, dtype=bool)
+        self._flights.setdefault(flight.kind, []).append((flight, taken))
         if self._new_flight is not None and not self._new_flight.triggered:
             self._new_flight.succeed()
 
     def get_batch(
         self, kind: str, count: int, deadline: float
     ) -> Generator[simpy.Event, Any, BatchArrivals]:
-        """Wait until ``count`` batched ``kind`` messages have arrived or ``deadline``."""
+        """Wait until ``count`` batched ``kind`` messages have arrived or ``deadline``; take
+        those (at most ``count``, earliest first, ties in sending order). Messages that
+        arrive later stay for a later receive, as they would in the inbox."""
         env = self._env
         while True:
-            flights = self._flights.get(kind, [])
-            times = [f.arrival[f.deliverable] for f in flights]
+            entries = self._flights.get(kind, [])
+            times = [f.arrival[f.deliverable & ~taken] for f, taken in entries]
             arrivals = np.sort(np.concatenate(times)) if times else np.zeros(0)
             stop = deadline
             if 0 < count <= arrivals.size:
@@ -100,24 +105,37 @@ class Inbox:
                 continue  # more messages are on their way: recompute when to stop
             self._new_flight = None
             break
-        role = flights[0].role if flights else ""
-        senders, when, used = [], [], []
-        for f in flights:
-            got = f.deliverable & (f.arrival <= stop)
-            senders.append(f.senders[got])
-            when.append(f.arrival[got])
-            used.append(f)
-        self._flights[kind] = []
-        s = np.concatenate(senders) if senders else np.zeros(0, dtype=np.int64)
-        t = np.concatenate(when) if when else np.zeros(0)
-        order = np.argsort(t, kind="stable")
-        return BatchArrivals(role=role, senders=s[order], arrival=t[order], flights=tuple(used))
+        # Candidates in (arrival time, sending order); take at most ``count``.
+        cand_entry, cand_pos, cand_time = [], [], []
+        for e, (f, taken) in enumerate(entries):
+            pos = np.flatnonzero(f.deliverable & ~taken & (f.arrival <= stop))
+            cand_entry.append(np.full(pos.size, e))
+            cand_pos.append(pos)
+            cand_time.append(f.arrival[pos])
+        if cand_pos:
+            entry_of, pos_of, when = (np.concatenate(a) for a in (cand_entry, cand_pos, cand_time))
+        else:
+            entry_of = pos_of = np.zeros(0, dtype=np.int64)
+            when = np.zeros(0)
+        order = np.lexsort((pos_of, entry_of, when))
+        if count > 0:
+            order = order[:count]
+        senders = np.empty(order.size, dtype=np.int64)
+        for k, idx in enumerate(order.tolist()):
+            f, taken = entries[int(entry_of[idx])]
+            taken[int(pos_of[idx])] = True
+            senders[k] = f.senders[int(pos_of[idx])]
+        role = entries[0][0].role if entries else ""
+        return BatchArrivals(
+            role=role, senders=senders, arrival=when[order], flights=tuple(f for f, _ in entries)
+        )
 
     def __len__(self) -> int:
         return len(self._items)
 
     @property
     def items(self) -> tuple[Any, ...]:
+        """Deliveries waiting to be received (per-message path)."""
         return tuple(self._items)
 
     def put(self, delivery: Any) -> None:
@@ -142,8 +160,15 @@ class Inbox:
     def _on_timer(self, event: simpy.Event) -> None:
         if event is self._timer:
             self._timer = None
-        waiter = self._waiter
-        if waiter is not None and not waiter.triggered and self._timer_at <= self._env.now:
+        waiter, deadline = self._waiter, self._waiter_deadline
+        # Only a wait that has a deadline, and whose deadline has come, times out: a
+        # timer left over from an earlier receive must not end a later one.
+        if (
+            waiter is not None
+            and not waiter.triggered
+            and deadline is not None
+            and deadline <= self._env.now
+        ):
             waiter.succeed(None)
 
     def get(
@@ -163,7 +188,7 @@ class Inbox:
         if deadline is not None and deadline <= env.now:
             return None
         waiter = env.event()
-        self._waiter, self._waiter_match = waiter, match
+        self._waiter, self._waiter_match, self._waiter_deadline = waiter, match, deadline
         if deadline is not None and (self._timer is None or self._timer_at != deadline):
             self._timer_at = deadline
             self._timer = env.timeout(deadline - env.now)
@@ -171,5 +196,5 @@ class Inbox:
         try:
             result = yield waiter
         finally:
-            self._waiter, self._waiter_match = None, None
+            self._waiter, self._waiter_match, self._waiter_deadline = None, None, None
         return result

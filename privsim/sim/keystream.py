@@ -51,14 +51,13 @@ def uniforms(words: U64) -> F64:
 class KeyStream:
     """The family of party streams for one purpose."""
 
-    __slots__ = ("_key", "_local", "_zero", "name")
+    __slots__ = ("_key", "_local", "name")
 
     def __init__(self, key: bytes, name: str = "") -> None:
         if len(key) != 16:
             raise ValueError("a keystream key is 16 bytes")
         self._key = key
         self.name = name
-        self._zero = b""
         # Cipher contexts and scratch buffers are per thread: batched rounds run on threads.
         self._local = threading.local()
 
@@ -124,10 +123,12 @@ class KeyStream:
             )
             out[lo:hi] = words[:, offset : offset + count]
 
-    def _zeros(self, nbytes: int) -> bytes:
-        if len(self._zero) < nbytes:
-            self._zero = bytes(nbytes)
-        return self._zero if len(self._zero) == nbytes else memoryview(self._zero)[:nbytes]  # type: ignore[return-value]
+    def _zeros(self, nbytes: int) -> bytes | memoryview:
+        local = self._local
+        zero = getattr(local, "zero", b"")
+        if len(zero) < nbytes:
+            zero = local.zero = bytes(nbytes)
+        return zero if len(zero) == nbytes else memoryview(zero)[:nbytes]
 
     def word(self, party: int, position: int) -> int:
         """One word, for a single party's next draw."""

@@ -162,7 +162,8 @@ class World:
         if not self._launched:
             self._launch()
         self.env.run(until=until)
-        self.bus.finalise()
+        drained = self.env.peek() == float("inf")
+        self.bus.finalise(float("inf") if drained else float(self.env.now))
 
     # -- threat model -------------------------------------------------------------------
     def remember(self, agent: Agent, name: str, value: Any) -> None:

@@ -3,7 +3,8 @@
 Both take tasks, run :func:`~privsim.studies.worker.run_task` on them and yield rows as
 they finish, in any order — the rows themselves do not depend on it. A worker process
 that dies takes its tasks with it; they are resubmitted (up to ``MAX_ATTEMPTS`` times)
-and then recorded as errors, so a study always finishes.
+one at a time, and a task that kills its worker every time is recorded as an error, so a
+study always finishes.
 """
 
 from __future__ import annotations
@@ -58,21 +59,30 @@ class LocalExecutor:
         self, fn: RunFn, base: dict[str, Any], tasks: Sequence[Task]
     ) -> Iterator[dict[str, Any]]:
         pending = {t.row_id: t for t in tasks}
-        attempts = dict.fromkeys(pending, 0)
-        while pending:
+        try:
             with ProcessPoolExecutor(max_workers=self.workers) as pool:
                 futures = {pool.submit(fn, base, t): t for t in pending.values()}
+                for future in as_completed(futures):
+                    task = futures[future]
+                    row = future.result()
+                    del pending[task.row_id]
+                    yield row
+        except BrokenProcessPool:
+            pass
+        # A worker died. Which task killed it is unknown, so every unfinished task runs
+        # alone in a fresh single-worker pool: only a task that kills its own worker
+        # MAX_ATTEMPTS times is recorded as failed; the others finish normally.
+        for task in list(pending.values()):
+            for attempt in range(1, MAX_ATTEMPTS + 1):
                 try:
-                    for future in as_completed(futures):
-                        task = futures[future]
-                        row = future.result()
-                        del pending[task.row_id]
-                        yield row
+                    with ProcessPoolExecutor(max_workers=1) as alone:
+                        row = alone.submit(fn, base, task).result()
+                    break
                 except BrokenProcessPool:
-                    for row_id in list(pending):
-                        attempts[row_id] += 1
-                        if attempts[row_id] >= MAX_ATTEMPTS:
-                            yield _died(pending.pop(row_id), attempts[row_id])
+                    if attempt == MAX_ATTEMPTS:
+                        row = _died(task, attempt)
+            del pending[task.row_id]
+            yield row
 
     def close(self) -> None:
         pass

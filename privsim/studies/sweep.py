@@ -62,16 +62,18 @@ class _Progress:
 
 def _check_same_study(out: Path, study: Study) -> None:
     path = out / STUDY_FILE
-    mine = study.to_toml_dict()
+    mine = json.loads(json.dumps(study.to_toml_dict()))
     if path.exists():
         theirs = json.loads(path.read_text(encoding="utf-8"))
-        if theirs != json.loads(json.dumps(mine)):
+        # Row seeds do not depend on the number of replications: more (or fewer) is allowed.
+        if {k: v for k, v in theirs.items() if k != "replications"} != {
+            k: v for k, v in mine.items() if k != "replications"
+        }:
             raise StudyError(
                 f"{out} holds results of a different study (name, seed, base or grid changed); "
                 "use a new --out directory"
             )
-    else:
-        write_json_atomic(path, mine)
+    write_json_atomic(path, mine)
 
 
 def sweep(

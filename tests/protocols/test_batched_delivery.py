@@ -79,6 +79,8 @@ def test_batched_equals_per_message(dimension, encryption):
     assert {Status.DELIVERED, Status.LOST, Status.SENDER_CRASHED} <= statuses
     assert 0 < int(one.outcome.included.sum()) < 300 * 0.9  # deadlines cut stragglers off
     assert one.world.agents["aggregator"].finished_at == many.world.agents["aggregator"].finished_at
+    busy = [{a.id: a.finished_at for a in sim.world.agents.values()} for sim in (one, many)]
+    assert busy[0] == busy[1]
 
 
 def test_batched_run_aborts_like_per_message_when_too_many_drop():

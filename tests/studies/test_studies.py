@@ -212,3 +212,24 @@ def test_a_worker_that_dies_mid_task_is_retried(tmp_path):
     assert (tmp_path / "marker").exists()  # a worker really died
     assert sorted(r["replication"] for r in rows) == [0, 1, 2]
     assert {r["status"] for r in rows} == {"released"}
+
+
+def _always_dies_on_one(base, task):
+    from privsim.studies.worker import run_task
+
+    if task.replication == 0:
+        os._exit(1)
+    return run_task(base, task)
+
+
+def test_a_task_that_always_kills_its_worker_fails_alone(tmp_path):
+    from privsim.studies.executors import LocalExecutor
+
+    study = load_study(_study_file(tmp_path, '"privacy.epsilon" = [1.0]', replications=4))
+    rows = {
+        r["replication"]: r
+        for r in LocalExecutor(1).run(_always_dies_on_one, study.base, list(study.tasks()))
+    }
+    assert sorted(rows) == [0, 1, 2, 3]
+    assert rows[0]["status"] == "error" and "died" in rows[0]["error"]
+    assert all(rows[r]["status"] == "released" for r in (1, 2, 3))

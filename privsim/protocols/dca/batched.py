@@ -119,6 +119,8 @@ def client_population(world: World, plan: DcaPlan, inputs: ClientInputs) -> Beha
                 )
     for node in plan.nodes:
         world.bus.send_batch("client", running, node, Share, size)
+    for i in running.tolist():  # each client's behaviour ends here, as a client process's would
+        world.agents[plan.clients[i]].finished_at = float(world.env.now)
     yield from ()
 
 
