@@ -121,10 +121,11 @@ class Inbox:
         if count > 0:
             order = order[:count]
         senders = np.empty(order.size, dtype=np.int64)
-        for k, idx in enumerate(order.tolist()):
-            f, taken = entries[int(entry_of[idx])]
-            taken[int(pos_of[idx])] = True
-            senders[k] = f.senders[int(pos_of[idx])]
+        chosen_entry, chosen_pos = entry_of[order], pos_of[order]
+        for e, (f, taken) in enumerate(entries):
+            mine = chosen_entry == e
+            taken[chosen_pos[mine]] = True
+            senders[mine] = f.senders[chosen_pos[mine]]
         role = entries[0][0].role if entries else ""
         return BatchArrivals(
             role=role, senders=senders, arrival=when[order], flights=tuple(f for f, _ in entries)
