@@ -84,13 +84,20 @@ class _RoleState:
         n = len(parties)
         self.uplink_free = np.zeros(n)
         self.sent = np.zeros(n, dtype=np.int64)
-        self.slowdown = np.array([world.faults.slowdown.get(p, 1.0) for p in parties])
-        self.crash = np.array(
-            [
-                -np.inf if p in world.faults.absent else world.faults.crash_times.get(p, np.inf)
-                for p in parties
-            ]
-        )
+        # Defaults for everyone, then the (few) parties the fault plan names.
+        self.slowdown = np.ones(n)
+        self.crash = np.full(n, np.inf)
+        agents = world.agents
+        plan = world.faults
+        for p, factor in plan.slowdown.items():
+            if agents[p].role == role:
+                self.slowdown[agents[p].role_index] = factor
+        for p, when in plan.crash_times.items():
+            if agents[p].role == role:
+                self.crash[agents[p].role_index] = when
+        for p in plan.absent:
+            if agents[p].role == role:
+                self.crash[agents[p].role_index] = -np.inf
         self.latency = world.streams.keystream("net", role, "latency")
         self.loss = world.streams.keystream("net", role, "loss")
 

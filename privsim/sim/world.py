@@ -108,16 +108,17 @@ class World:
             raise ValueError(f"faults name parties that do not exist: {unknown[:5]}")
         self.coalition = resolve_coalition(self.coalition_spec, self.parties_by_role, self.streams)
         self.bus.prepare(self.parties_by_role)
-        for party_id, agent in self.agents.items():
-            behaviour = self._behaviours.get(party_id)
+        for party_id in self.faults.absent:
+            agent = self.agents[party_id]
+            agent.alive = False
+            agent.crashed_at = 0.0
+        for party_id, behaviour in self._behaviours.items():
             if party_id in self.faults.absent:
-                agent.alive = False
-                agent.crashed_at = 0.0
-                if behaviour is not None:
-                    behaviour.close()
-                continue
-            if behaviour is not None:
-                self._processes[party_id] = self.env.process(self._lifecycle(agent, behaviour))
+                behaviour.close()
+            else:
+                self._processes[party_id] = self.env.process(
+                    self._lifecycle(self.agents[party_id], behaviour)
+                )
         for party_id, when in sorted(self.faults.crash_times.items()):
             if party_id not in self.faults.absent:
                 self.env.process(self._crash(self.agents[party_id], when))

@@ -101,7 +101,10 @@ def client_population(world: World, plan: DcaPlan, inputs: ClientInputs) -> Beha
     """Every running client sends share k to node k, in node order, as one batch per node."""
     running = np.asarray(world.running("client"), dtype=np.int64)
     size = wire_size(Share(values=np.zeros(plan.dimension, dtype=np.uint64)))
-    colluding = [i for i in running.tolist() if plan.clients[i] in world.coalition]
+    members = [world.agents[p] for p in world.coalition]
+    colluding = sorted(
+        a.role_index for a in members if a.role == "client" and a.id not in world.faults.absent
+    )
     if colluding:  # the coalition's own clients: their state and messages are in its view
         mine = inputs.messages(colluding)
         for row, i in enumerate(colluding):
@@ -119,8 +122,12 @@ def client_population(world: World, plan: DcaPlan, inputs: ClientInputs) -> Beha
                 )
     for node in plan.nodes:
         world.bus.send_batch("client", running, node, Share, size)
-    for i in running.tolist():  # each client's behaviour ends here, as a client process's would
-        world.agents[plan.clients[i]].finished_at = float(world.env.now)
+    # A client process would end here. That matters only for a client that crashes
+    # later (it finished first): mark those; the others never have a behaviour to end.
+    for party in world.faults.crash_times:
+        agent = world.agents[party]
+        if agent.role == "client" and agent.alive:
+            agent.finished_at = float(world.env.now)
     yield from ()
 
 
