@@ -32,8 +32,6 @@ class LatencyModel(Protocol):
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray: ...
 
-    def sample_one(self, rng: np.random.Generator) -> float: ...
-
     def from_uniform(self, u: FloatArray) -> FloatArray:
         """Inverse CDF: delays for uniforms ``u`` in [0, 1) (elementwise, so a delay depends
         only on its own uniform, however many are computed at once)."""
@@ -62,9 +60,6 @@ class ConstantLatency:
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return np.full(size, float(self.value))
 
-    def sample_one(self, rng: np.random.Generator) -> float:
-        return float(self.value)
-
     def from_uniform(self, u: FloatArray) -> FloatArray:
         return np.full(np.shape(u), float(self.value))
 
@@ -88,9 +83,6 @@ class UniformLatency:
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return self.low + (self.high - self.low) * rng.random(size)
-
-    def sample_one(self, rng: np.random.Generator) -> float:
-        return self.low + (self.high - self.low) * rng.random()
 
     def from_uniform(self, u: FloatArray) -> FloatArray:
         return self.low + (self.high - self.low) * np.asarray(u)
@@ -116,9 +108,6 @@ class LogNormalLatency:
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return self.shift + self.median * np.exp(self.sigma * rng.standard_normal(size))
-
-    def sample_one(self, rng: np.random.Generator) -> float:
-        return self.shift + self.median * math.exp(self.sigma * rng.standard_normal())
 
     def from_uniform(self, u: FloatArray) -> FloatArray:
         return self.shift + self.median * np.exp(self.sigma * ndtri(np.asarray(u)))
@@ -147,9 +136,6 @@ class EmpiricalLatency:
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
         return self._array[rng.integers(0, self._array.size, size)]
-
-    def sample_one(self, rng: np.random.Generator) -> float:
-        return float(self._array[rng.integers(0, self._array.size)])
 
     def from_uniform(self, u: FloatArray) -> FloatArray:
         i = np.minimum((np.asarray(u) * self._array.size).astype(np.int64), self._array.size - 1)

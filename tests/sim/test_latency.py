@@ -35,3 +35,22 @@ def test_lognormal_median_and_mean():
 def test_invalid_models_are_refused(make):
     with pytest.raises(ValueError):
         make()
+
+
+def test_inverse_cdfs_used_by_the_bus():
+    u = np.array([0.0, 0.25, 0.5, 0.999])
+    np.testing.assert_allclose(LogNormalLatency(median=0.05, sigma=0.6).from_uniform(u)[2], 0.05)
+    np.testing.assert_allclose(
+        UniformLatency(low=1.0, high=3.0).from_uniform(u), [1.0, 1.5, 2.0, 2.998]
+    )
+    np.testing.assert_array_equal(
+        EmpiricalLatency(samples=(0.1, 0.2)).from_uniform(u), [0.1, 0.1, 0.2, 0.2]
+    )
+    np.testing.assert_array_equal(ConstantLatency(value=0.3).from_uniform(u), [0.3] * 4)
+    # the lognormal inverse CDF gives the right distribution: KS test on 100 000 uniforms
+    from scipy import stats
+
+    x = LogNormalLatency(median=0.05, sigma=0.6).from_uniform(
+        np.random.default_rng(9).random(100_000)
+    )
+    assert stats.kstest(np.log(x / 0.05) / 0.6, "norm").pvalue > 1e-3
