@@ -27,6 +27,7 @@ from privsim.protocols.dca import behaviours as dca
 from privsim.protocols.dca.batched import ShareRound, client_population, compute_node_batched
 from privsim.protocols.dca.inputs import ClientData, ClientInputs
 from privsim.protocols.dca.maths import client_noise_std, fixed_point_bound
+from privsim.protocols.dca.messages import DCA_KINDS, DcaKinds
 from privsim.protocols.outcome import AbortReason, SumOutcome
 from privsim.scenarios.schema import Scenario
 from privsim.sim.coalition import CoalitionSpec
@@ -40,7 +41,18 @@ from privsim.sim.network import (
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["OUTPUT_PARTY", "RunResult", "Simulation", "run", "simulate"]
+__all__ = [
+    "OUTPUT_PARTY",
+    "RunResult",
+    "Simulation",
+    "build_world",
+    "check_fixed_point",
+    "dca_plan",
+    "realised_event",
+    "run",
+    "simulate",
+    "world_cost",
+]
 
 #: The party that receives the released sum, in every protocol.
 OUTPUT_PARTY = "aggregator"
@@ -129,7 +141,7 @@ def _topology(scenario: Scenario, parties: list[str]) -> Topology:
     return GraphTopology(graph)
 
 
-def _realised_event(
+def realised_event(
     sim_protocol: str,
     outcome: SumOutcome,
     world: World,
@@ -162,6 +174,69 @@ def _realised_event(
     if effective == 0.0:
         return dp_accounting.NonPrivateDpEvent()
     return dp_accounting.GaussianDpEvent(effective / sensitivity)
+
+
+def dca_plan(
+    scenario: Scenario,
+    clients: tuple[str, ...],
+    nodes: tuple[str, ...],
+    dimension: int,
+    noise_std: float,
+    kinds: DcaKinds = DCA_KINDS,
+) -> dca.DcaPlan:
+    """The public DCA parameters of ``scenario`` for one secure sum of ``dimension``."""
+    cfg = scenario.dca
+    return dca.DcaPlan(
+        clients=clients,
+        nodes=nodes,
+        aggregator=OUTPUT_PARTY,
+        dimension=dimension,
+        client_noise_std=noise_std,
+        fraction_bits=cfg.fraction_bits,
+        tolerated=cfg.tolerated,
+        share_timeout=cfg.share_timeout,
+        agreement_timeout=cfg.agreement_timeout,
+        sum_timeout=cfg.sum_timeout,
+        release_beyond_tolerance=cfg.on_excess_dropout == "release",
+        kinds=kinds,
+    )
+
+
+def check_fixed_point(scenario: Scenario, n: int, peak_value: float, noise_std: float) -> None:
+    """The decoded sum must stay inside the signed fixed-point range (with a 10σ margin):
+    ``n`` clients, each entry at most ``peak_value`` plus noise of ``noise_std``."""
+    bits = scenario.dca.fraction_bits
+    peak = n * (peak_value + 10.0 * noise_std)
+    if peak >= fixed_point_bound(bits):
+        raise ValueError(
+            f"dca.fraction_bits = {bits}: a sum of {n} clients can reach {peak:.3g}, beyond the "
+            f"fixed-point range ±{fixed_point_bound(bits):.3g}; lower fraction_bits"
+        )
+
+
+def build_world(
+    scenario: Scenario,
+    streams: Streams,
+    parties: list[str],
+    *,
+    with_nodes: bool,
+    keep_envelopes: bool = False,
+) -> World:
+    """The scenario's network, faults, coalition and channels for ``parties``; colluding
+    compute nodes are dropped from the coalition when the protocol has none."""
+    servers = scenario.threat.colluding_servers
+    if not with_nodes:
+        servers = tuple(s for s in servers if s == OUTPUT_PARTY)
+    return World(
+        seed=streams,
+        network=NetworkModel(
+            scenario.network.link, scenario.network.overrides, _topology(scenario, parties)
+        ),
+        faults=scenario.faults,
+        coalition=CoalitionSpec(clients=scenario.threat.colluding_clients, servers=servers),
+        encryption=scenario.network.encryption == "aes-gcm",
+        keep_envelopes=keep_envelopes,
+    )
 
 
 def simulate(
@@ -197,43 +272,18 @@ def simulate(
     ledger = PrivacyLedger(privacy.epsilon, privacy.delta, on_overspend=privacy.on_overspend)
     ledger.charge(MECHANISM, dp_accounting.GaussianDpEvent(sigma_std / sensitivity))
 
-    parties = [*clients, *nodes, OUTPUT_PARTY]
-    servers = scenario.threat.colluding_servers
-    if protocol != "dca":
-        servers = tuple(s for s in servers if s == OUTPUT_PARTY)
-    world = World(
-        seed=streams,
-        network=NetworkModel(
-            scenario.network.link, scenario.network.overrides, _topology(scenario, parties)
-        ),
-        faults=scenario.faults,
-        coalition=CoalitionSpec(clients=scenario.threat.colluding_clients, servers=servers),
-        encryption=scenario.network.encryption == "aes-gcm",
+    world = build_world(
+        scenario,
+        streams,
+        [*clients, *nodes, OUTPUT_PARTY],
+        with_nodes=protocol == "dca",
         keep_envelopes=keep_envelopes,
     )
     client_agents = world.add_parties("client", clients)
     if protocol == "dca":
         noise_std = client_noise_std(sigma_std, n, cfg.tolerated)
-        # The decoded sum must stay inside the signed fixed-point range (with 10σ margin).
-        peak = n * (scenario.data.clip_norm + 10.0 * noise_std)
-        if peak >= fixed_point_bound(cfg.fraction_bits):
-            raise ValueError(
-                f"dca.fraction_bits = {cfg.fraction_bits}: a sum of {n} clients can reach {peak:.3g}, beyond "
-                f"the fixed-point range ±{fixed_point_bound(cfg.fraction_bits):.3g}; lower fraction_bits"
-            )
-        plan = dca.DcaPlan(
-            clients=clients,
-            nodes=nodes,
-            aggregator=OUTPUT_PARTY,
-            dimension=d,
-            client_noise_std=noise_std,
-            fraction_bits=cfg.fraction_bits,
-            tolerated=cfg.tolerated,
-            share_timeout=cfg.share_timeout,
-            agreement_timeout=cfg.agreement_timeout,
-            sum_timeout=cfg.sum_timeout,
-            release_beyond_tolerance=cfg.on_excess_dropout == "release",
-        )
+        check_fixed_point(scenario, n, scenario.data.clip_norm, noise_std)
+        plan = dca_plan(scenario, clients, nodes, d, noise_std)
         inputs = ClientInputs(
             data=data,
             noise=streams.keystream("dca", "noise"),
@@ -288,9 +338,7 @@ def simulate(
     )
     ledger.settle(
         MECHANISM,
-        _realised_event(
-            protocol, outcome, world, clients, nodes, noise_std, sigma_std, sensitivity
-        ),
+        realised_event(protocol, outcome, world, clients, nodes, noise_std, sigma_std, sensitivity),
     )
     return Simulation(
         scenario=scenario,
@@ -328,13 +376,18 @@ def _errors(sim: Simulation) -> dict[str, float] | None:
     }
 
 
-def _cost(sim: Simulation) -> CostReport:
-    world = sim.world
+def world_cost(world: World) -> CostReport:
+    """Messages, bytes, rounds and per-role costs of a finished world; a party is busy
+    until it finished (or crashed)."""
     busy = {
         a.id: (a.finished_at if a.finished_at is not None else (a.crashed_at or 0.0))
         for a in world.agents.values()
     }
     return communication_cost(world.trace.arrays(), busy)
+
+
+def _cost(sim: Simulation) -> CostReport:
+    return world_cost(sim.world)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -409,10 +462,15 @@ def _role_dict(rc: Any) -> dict[str, Any]:
 
 
 def run(scenario: Scenario, seed: int | None = None) -> RunResult:
-    """Run the scenario (and its trusted-aggregator baseline if ``scenario.baseline``)."""
+    """Run the scenario (and its trusted-aggregator baseline if ``scenario.baseline``);
+    protocol ``"blr"`` runs every chosen regression method side by side instead."""
     from privsim.scenarios.loader import scenario_to_dict
 
     seed = scenario.seed if seed is None else seed
+    if scenario.protocol == "blr":
+        from privsim.protocols.blr.experiment import run_blr
+
+        return run_blr(scenario, seed)
     main = simulate(scenario, seed)
     result: dict[str, Any] = {
         "privsim_version": __version__,

@@ -26,6 +26,7 @@ __all__ = [
     "exact_sigma",
     "gaussian_epsilon",
     "gaussian_sigma",
+    "split_gaussian",
 ]
 
 
@@ -88,3 +89,23 @@ def gaussian_sigma(
             stacklevel=2,
         )
     return sigma
+
+
+def split_gaussian(
+    epsilon: float, delta: float, shares: tuple[float, ...], method: Calibration | str = "exact"
+) -> tuple[float, ...]:
+    """Noise multipliers σ_r/Δ_r for rounds that share one (ε, δ) budget in ``shares``.
+
+    ``exact``: Gaussian mechanisms compose exactly into one Gaussian mechanism with
+    μ² = Σ μ_r², μ_r = Δ_r/σ_r (Dong, Roth & Su 2019, Cor. 3.3), so the budget's μ from
+    the analytic calibration is split as μ_r² = share_r · μ². The rounds together are then
+    exactly (ε, δ)-DP. ``classic``: round r gets (share_r ε, share_r δ) and Eq. (1),
+    composed by the basic theorem (the authors' choice; valid only where Eq. (1) is).
+    """
+    if not shares or any(s <= 0 for s in shares) or abs(sum(shares) - 1.0) > 1e-9:
+        raise ValueError(f"budget shares must be positive and sum to 1, got {shares}")
+    method = Calibration(method)
+    if method is Calibration.EXACT:
+        total = exact_sigma(epsilon, delta)
+        return tuple(total / math.sqrt(s) for s in shares)
+    return tuple(gaussian_sigma(s * epsilon, s * delta, 1.0, method) for s in shares)

@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib import ticker
 
-from privsim.studies.summary import METRICS, grid_columns
+from privsim.studies.summary import METHOD_METRICS, METRICS, grid_columns
 
 __all__ = ["draw_study"]
 
@@ -67,11 +67,96 @@ def _series_plot(summary: Any, x: str, metric: str, path: Path, logy: bool = Fal
     return path
 
 
+#: Line styles of the BLR methods, as in the paper's Figure 2.
+METHOD_STYLE = {
+    "NP": ("black", "-"),
+    "proj_NP": ("grey", "--"),
+    "TA": ("tab:blue", "-"),
+    "proj_TA": ("tab:blue", "--"),
+    "DDP": ("tab:orange", "-"),
+    "proj_DDP": ("tab:orange", "--"),
+    "input_perturbation": ("tab:red", ":"),
+}
+
+
+def _method_plots(summary: Any, x: str, prefix: str, out: Path) -> list[Path]:
+    """One figure per combination of the other grid columns: ``prefix.<method>`` against
+    ``x``, one line per method, median with interquartile band."""
+    rows = summary[summary["metric"].str.startswith(prefix + ".")]
+    if rows.empty or x not in rows or rows[x].nunique() < 2:
+        return []
+    others = [c for c in grid_columns(rows) if c != x and rows[c].nunique() > 1]
+    drawn = []
+    groups = rows.groupby(others, sort=True) if others else [((), rows)]
+    for key, panel in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        title = ", ".join(f"{_label(c)}={v}" for c, v in zip(others, key, strict=True))
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        marked = False
+        order = list(METHOD_STYLE)
+        metrics = sorted(
+            panel["metric"].unique(),
+            key=lambda m: (
+                order.index(m[len(prefix) + 1 :]) if m[len(prefix) + 1 :] in order else 99,
+                m,
+            ),
+        )
+        for metric in metrics:
+            group = panel[panel["metric"] == metric]
+            method = metric.removeprefix(prefix + ".")
+            color, style = METHOD_STYLE.get(method, (None, "-"))
+            group = group.sort_values(x)
+            line = ax.plot(
+                group[x], group["median"], marker="o", ms=3, color=color, ls=style, label=method
+            )[0]
+            ax.fill_between(
+                group[x], group["q25"], group["q75"], alpha=0.12, color=line.get_color()
+            )
+            met = summary[summary["metric"] == f"guarantee_met.{method}"]
+            if not met.empty:  # mark cells where the release exceeded its budget
+                met = met.merge(group[[*grid_columns(group), "median"]], on=grid_columns(group))
+                over = met[met["mean"] < 1.0]
+                if not over.empty:
+                    ax.scatter(
+                        over[x],
+                        over["median_y"],
+                        marker="x",
+                        s=60,
+                        color="red",
+                        zorder=5,
+                        label=None if marked else "over budget: not a valid (ε, δ) guarantee",
+                    )
+                    marked = True
+        label, logx = AXES.get(x, (_label(x), False))
+        ax.set_xlabel(label)
+        ax.set_ylabel(f"{METHOD_METRICS.get(prefix, prefix)}\nmedian, band: interquartile range")
+        if logx:
+            ax.set_xscale("log")
+            ax.set_xticks(sorted(rows[x].unique()))
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_locator(ticker.NullLocator())
+        if prefix == "mae":
+            top = panel[panel["metric"] != "mae.input_perturbation"]["q75"].max()
+            ax.set_ylim(bottom=0, top=1.15 * top)  # input perturbation runs off the chart
+        ax.set_title(title or prefix, fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        stem = "_".join(str(v) for v in key).replace(".", "_").replace("/", "_") or "all"
+        path = out / f"{prefix}_by_method_vs_{_label(x).replace('.', '_')}_{stem}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        drawn.append(path)
+    return drawn
+
+
 def draw_study(summary: Any, directory: str | Path) -> list[Path]:
     """Write the study's PNG figures into ``directory``; returns their paths."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     drawn: list[Path] = []
+    if summary["metric"].str.startswith("mae.").any():  # per-method studies (BLR)
+        return _method_plots(summary, "grid.privacy.epsilon", "mae", out)
     axes = [c for c in AXES if c in summary]
     for x in axes:
         stem = _label(x).replace(".", "_")

@@ -6,8 +6,10 @@ After the run the mechanism *settles* the entry with the event that actually hap
 (noise from parties that dropped out or collude protects nobody), and the achieved
 (ε, δ) is computed from the settled events.
 
-Composition: a single Gaussian event is evaluated exactly (analytic Gaussian
-mechanism); anything else is composed with dp-accounting's PLD accountant. Sensitivity is
+Composition: Gaussian events compose exactly into one Gaussian mechanism with
+noise multiplier (Σ_r σ_r⁻²)^(−1/2) (Dong, Roth & Su 2019, Cor. 3.3), evaluated with the
+analytic Gaussian mechanism; anything else is composed with dp-accounting's PLD
+accountant (the tests check that both agree on Gaussian compositions). Sensitivity is
 folded into each Gaussian event's noise multiplier σ/Δ.
 """
 
@@ -66,8 +68,11 @@ def epsilon_of(events: list[dp_accounting.DpEvent], delta: float) -> float:
         return 0.0
     if any(isinstance(e, dp_accounting.NonPrivateDpEvent) for e in events):
         return math.inf
-    if len(events) == 1 and isinstance(events[0], dp_accounting.GaussianDpEvent):
-        return gaussian_epsilon(events[0].noise_multiplier, delta)
+    if all(isinstance(e, dp_accounting.GaussianDpEvent) for e in events):
+        precision = sum(e.noise_multiplier**-2.0 for e in events if e.noise_multiplier > 0)
+        if any(e.noise_multiplier <= 0 for e in events):
+            return math.inf
+        return gaussian_epsilon(precision**-0.5, delta)
     accountant = pld_privacy_accountant.PLDAccountant()
     accountant.compose(dp_accounting.ComposedDpEvent(events))
     return float(accountant.get_epsilon(delta))

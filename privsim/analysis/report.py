@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_report"]
+__all__ = ["format_blr_report", "format_report"]
 
 
 def _bytes(n: float) -> str:
@@ -19,8 +19,46 @@ def _eps(value: Any) -> str:
     return "inf (no protection)" if value == "inf" else f"{value:.4g}"
 
 
+def format_blr_report(result: dict[str, Any]) -> str:
+    """One line per regression method: MAE, privacy delivered, communication."""
+    ds, priv = result["dataset"], result["privacy"]
+    sc = result["scenario"]
+    lines = [
+        f"privsim {result['privsim_version']} — scenario '{result['scenario_name']}', "
+        f"protocol blr, seed {result['seed']}",
+        f"  data {ds['name']}: {ds['train']} clients (one record each), {ds['test']} test records, "
+        f"d = {ds['dimension']}; {sc['population']['compute_nodes']} compute nodes, "
+        f"encryption {sc['network']['encryption']}",
+        f"  budget ε = {priv['target_epsilon']:g}, δ = {priv['delta']:g}, "
+        f"{priv['calibration']} calibration",
+    ]
+    if result["thresholds"]:
+        t = result["thresholds"]
+        lines.append(
+            f"  projection thresholds (auxiliary search): features {t['feature']:.3g}·σ̂, "
+            f"target {t['target']:.3g}·σ̂"
+        )
+    lines.append(
+        f"{'method':<20}{'status':<10}{'test MAE':>10}{'ε delivered':>16}{'messages':>10}{'bytes':>11}"
+    )
+    for name, m in result["methods"].items():
+        mae = f"{m['mae']:.4g}" if m.get("mae") is not None else "-"
+        comm = m.get("communication") or {}
+        eps = _eps(m["epsilon"]) + (
+            "" if m.get("guarantee_met") or m["epsilon"] == "inf" else " (!)"
+        )
+        lines.append(
+            f"{name:<20}{m['status']:<10}{mae:>10}{eps:>16}"
+            f"{comm.get('messages', '-'):>10}{_bytes(comm['bytes']) if comm else '-':>11}"
+        )
+    lines.append("  (!) over the budget (classic calibration or a coalition beyond T)")
+    return "\n".join(lines)
+
+
 def format_report(result: dict[str, Any]) -> str:
     """A compact multi-line summary of :meth:`privsim.runner.RunResult.to_dict`."""
+    if result.get("protocol") == "blr":
+        return format_blr_report(result)
     sc = result["scenario"]
     pop, priv = sc["population"], result["privacy"]
     parties = result["parties"]

@@ -9,6 +9,7 @@ data set does: :func:`load_csv` with its feature and target columns.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Sequence
@@ -277,20 +278,36 @@ def _sha256(path: Path) -> str:
 
 
 def load_dataset(name: str) -> Dataset:
-    """Read a registered data set from ``$PRIVSIM_DATA_DIR``, verifying every checksum."""
+    """Read a registered data set from ``$PRIVSIM_DATA_DIR``, verifying every checksum.
+
+    A process keeps the last data sets it read (keyed by path, size and modification
+    time), so a study's replications read and verify each file once per worker. The
+    returned table is shared: treat it as read-only."""
     spec = REGISTRY.get(name)
     if spec is None:
         raise KeyError(
             f"no data set {name!r}; registered: {sorted(REGISTRY)} (or use load_csv for your own)"
         )
     root = data_dir()
-    paths = []
-    for file_name, sha in spec.files:
+    stamp = []
+    for file_name, _ in spec.files:
         path = root / file_name
         if not path.is_file():
             raise DataError(
                 f"{file_name} (data set {name!r}) is missing from {DATA_DIR_ENV}={root}"
             )
+        st = path.stat()
+        stamp.append((str(path), st.st_size, st.st_mtime_ns))
+    return _load_verified(name, str(root), tuple(stamp))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_verified(name: str, root: str, stamp: tuple[tuple[str, int, int], ...]) -> Dataset:
+    """Checksums and parsing; ``stamp`` (path, size, mtime per file) keys the cache."""
+    spec = REGISTRY[name]
+    paths = []
+    for file_name, sha in spec.files:
+        path = Path(root) / file_name
         actual = _sha256(path)
         if actual != sha:
             raise DataError(

@@ -255,8 +255,12 @@ def _plain_fields(obj: Any) -> dict[str, Any]:
 
 
 def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
-    """The scenario as plain data (lists, dicts, numbers, strings), TOML- and JSON-ready."""
-    return _plain_fields(scenario)
+    """The scenario as plain data (lists, dicts, numbers, strings), TOML- and JSON-ready.
+    The ``blr`` table appears only for protocol ``"blr"`` (it is inert otherwise)."""
+    plain = _plain_fields(scenario)
+    if scenario.protocol != "blr":
+        plain.pop("blr", None)
+    return plain
 
 
 def scenario_to_toml(scenario: Scenario) -> str:

@@ -14,7 +14,7 @@ for many senders at once, so batched and per-message delivery agree message for 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,7 @@ from privsim.sim.trace import Status
 if TYPE_CHECKING:
     from privsim.sim.world import World
 
-__all__ = ["BatchFlight", "MessageBus", "UnknownPartyError"]
+__all__ = ["BatchFlight", "BroadcastFlight", "MessageBus", "UnknownPartyError"]
 
 _CACHE_WORDS = 64
 
@@ -75,6 +75,29 @@ class BatchFlight:
     settled: bool = False
 
 
+@dataclass(slots=True)
+class BroadcastFlight:
+    """One ``message`` from ``src`` to each of ``receivers`` (role indices of ``role``).
+
+    ``arrival`` is when each copy reaches its receiver; ``delivered`` is True for a copy
+    that was neither lost nor arrived after its receiver crashed (or was absent).
+    """
+
+    message: Message
+    src: Agent
+    role: str
+    receivers: npt.NDArray[np.int64]
+    sent_at: float
+    departed: npt.NDArray[np.float64]
+    arrival: npt.NDArray[np.float64]
+    delivered: npt.NDArray[np.bool_]
+    lost: npt.NDArray[np.bool_]
+    sender_crashed: npt.NDArray[np.bool_]
+    receiver_crash: npt.NDArray[np.float64]
+    first_id: int
+    settled: bool = False
+
+
 class _RoleState:
     """Per-role arrays: uplink queues, send counters, slowdowns, crash times."""
 
@@ -111,6 +134,7 @@ class MessageBus:
         #: Raw ciphertexts by message id (what an eavesdropper on the wire sees); tests only.
         self.envelopes: dict[int, bytes] | None = {} if keep_envelopes else None
         self.flights: list[BatchFlight] = []
+        self.broadcasts: list[BroadcastFlight] = []
         self._roles: dict[str, _RoleState] = {}
         self._word_cache: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray]] = {}
 
@@ -287,6 +311,102 @@ class MessageBus:
         dst.inbox.put_flight(flight)
         return flight
 
+    def broadcast_batch(
+        self, src: Agent, role: str, receivers: npt.ArrayLike, message: Message
+    ) -> BroadcastFlight:
+        """Send the same ``message`` from ``src`` to every receiver (role indices of
+        ``role``, in sending order) with exactly the uplink queueing, latency and loss
+        draws of as many :meth:`send` calls. The receivers are a population without
+        processes (batched delivery): the protocol reads each copy's fate from the
+        returned flight. With encryption on, the wire size includes the AEAD envelope;
+        the copies carry public values and are not sealed one by one."""
+        world = self.world
+        idx = np.asarray(receivers, dtype=np.int64)
+        parties = world.parties_by_role[role]
+        kind = type(message).__name__
+        for i in (
+            idx if not isinstance(world.network.topology, CompleteTopology) else idx[:1]
+        ).tolist():
+            self._check_route(src.id, parties[i], kind)
+        now = float(world.env.now)
+        size = wire_size(message) + (OVERHEAD_BYTES if self.encrypt else 0)
+        links = self._links_from(src, role, idx)
+        state = self._roles[src.role]
+        i = src.role_index
+        slow = float(state.slowdown[i])
+        # n back-to-back sends: each leaves the uplink after the one before it, with the
+        # per-message path's arithmetic (one addition per send, left to right)
+        steps = np.empty(idx.size + 1)
+        steps[0] = max(now, float(state.uplink_free[i]))
+        steps[1:] = slow * size / links.bandwidth
+        departed = np.cumsum(steps)[1:]
+        if idx.size:
+            state.uplink_free[i] = float(departed[-1])
+        j = int(state.sent[i])
+        state.sent[i] = j + idx.size
+        self._word_cache.pop((src.role, i), None)
+        u_latency = uniforms(state.latency.words([i], j, idx.size)[0]) if idx.size else np.zeros(0)
+        u_loss = uniforms(state.loss.words([i], j, idx.size)[0]) if idx.size else np.zeros(0)
+        arrival = now + ((departed + slow * links.latency_from(u_latency)) - now)
+        lost = u_loss < links.loss
+        crashed_at = src.crashed_at if src.crashed_at is not None else float(state.crash[i])
+        sender_crashed = crashed_at < departed
+        receiver_crash = self._roles[role].crash[idx]
+        first_id = world.trace.record_broadcast(
+            src=src.id,
+            role=role,
+            receivers=idx,
+            kind=kind,
+            wire_bytes=size,
+            send_time=now,
+            depart_time=departed,
+        )
+        flight = BroadcastFlight(
+            message=message,
+            src=src,
+            role=role,
+            receivers=idx,
+            sent_at=now,
+            departed=departed,
+            arrival=arrival,
+            delivered=~lost & ~sender_crashed & ~(arrival > receiver_crash),
+            lost=lost,
+            sender_crashed=sender_crashed,
+            receiver_crash=receiver_crash,
+            first_id=first_id,
+        )
+        seen: Iterable[int]
+        if src.id in world.coalition:  # a colluding sender sees everything it sends
+            seen = range(idx.size)
+        else:
+            seen = (
+                k
+                for k in np.flatnonzero(flight.delivered).tolist()
+                if parties[int(idx[k])] in world.coalition
+            )
+        for k in seen:
+            world.viewed.append(
+                ViewedMessage(src=src.id, dst=parties[int(idx[k])], send_time=now, message=message)
+            )
+        self.broadcasts.append(flight)
+        return flight
+
+    def _links_from(self, src: Agent, role: str, idx: npt.NDArray[np.int64]) -> _LinkColumns:
+        parties = self.world.parties_by_role[role]
+        network = self.world.network
+        base = (
+            network.link(src.id, src.role, parties[int(idx[0])], role) if idx.size else LinkSpec()
+        )
+        named = network.named_parties
+        special = [k for k, i in enumerate(idx.tolist()) if parties[i] in named] if named else []
+        if src.id in named:
+            special = list(range(idx.size))
+        return _LinkColumns(
+            base,
+            {k: network.link(src.id, src.role, parties[int(idx[k])], role) for k in special},
+            idx.size,
+        )
+
     def _links(self, role: str, idx: npt.NDArray[np.int64], dst: Agent) -> _LinkColumns:
         parties = self.world.parties_by_role[role]
         network = self.world.network
@@ -328,6 +448,19 @@ class MessageBus:
             recv = np.where(f.deliverable & arrived, f.arrival, np.nan)
             self.world.trace.settle_batch(f.first_id, status, recv)
             f.settled = bool(arrived[f.deliverable].all())
+        for b in self.broadcasts:
+            if b.settled:
+                continue
+            arrived = b.arrival <= now
+            status = np.full(b.lost.size, Status.IN_FLIGHT, dtype=np.int8)
+            status[arrived] = Status.DELIVERED
+            status[arrived & (b.arrival > b.receiver_crash)] = Status.DROPPED_DEAD_RECEIVER
+            status[b.sender_crashed & ~b.lost] = Status.SENDER_CRASHED
+            status[b.lost] = Status.LOST
+            reached = ~b.lost & ~b.sender_crashed & arrived  # dead receivers included
+            recv = np.where(reached, b.arrival, np.nan)
+            self.world.trace.settle_batch(b.first_id, status, recv)
+            b.settled = bool(arrived[b.delivered].all())
 
 
 def _words_at(stream: KeyStream, parties: npt.NDArray[np.int64], positions: npt.NDArray[np.int64]):

@@ -68,11 +68,12 @@ _COLUMNS = ("src", "dst", "kind", "wire_bytes", "send_time", "depart_time", "rec
 
 @dataclass(slots=True)
 class _Batch:
-    """Messages logged together by a batched send (one per sender, same receiver)."""
+    """Messages logged together: a batched send (one per sender, same receiver) or a
+    broadcast (one sender, one per receiver)."""
 
     first_id: int
     src: npt.NDArray[np.int64]
-    dst: int
+    dst: npt.NDArray[np.int64]
     kind: int
     wire_bytes: int
     send_time: float
@@ -154,15 +155,44 @@ class Trace:
     ) -> int:
         """Log one message from each sender (role indices) at once; returns the first id
         (the batch holds ids ``first .. first + len(senders) - 1``)."""
+        src = self._role_offsets(role)[senders]
+        dst_index = np.full(src.size, self._party_index[dst], dtype=np.int64)
+        return self._append_batch(src, dst_index, kind, wire_bytes, send_time, depart_time)
+
+    def record_broadcast(
+        self,
+        *,
+        src: str,
+        role: str,
+        receivers: npt.NDArray[np.int64],
+        kind: str,
+        wire_bytes: int,
+        send_time: float,
+        depart_time: npt.NDArray[np.float64],
+    ) -> int:
+        """Log one message from ``src`` to each receiver (role indices of ``role``);
+        returns the first id, as :meth:`record_batch`."""
+        dst = self._role_offsets(role)[receivers]
+        src_index = np.full(dst.size, self._party_index[src], dtype=np.int64)
+        return self._append_batch(src_index, dst, kind, wire_bytes, send_time, depart_time)
+
+    def _append_batch(
+        self,
+        src: npt.NDArray[np.int64],
+        dst: npt.NDArray[np.int64],
+        kind: str,
+        wire_bytes: int,
+        send_time: float,
+        depart_time: npt.NDArray[np.float64],
+    ) -> int:
         first = self._next_id
-        n = int(senders.size)
+        n = int(src.size)
         self._next_id += n
-        offsets = self._role_offsets(role)
         self._batches.append(
             _Batch(
                 first_id=first,
-                src=offsets[senders],
-                dst=self._party_index[dst],
+                src=src,
+                dst=dst,
                 kind=self._kind_code(kind),
                 wire_bytes=int(wire_bytes),
                 send_time=float(send_time),
@@ -215,7 +245,7 @@ class Trace:
             n = b.src.size
             ids.append(np.arange(b.first_id, b.first_id + n, dtype=np.int64))
             cols["src"].append(b.src)
-            cols["dst"].append(np.full(n, b.dst, dtype=np.int64))
+            cols["dst"].append(b.dst)
             cols["kind"].append(np.full(n, b.kind, dtype=np.int64))
             cols["wire_bytes"].append(np.full(n, b.wire_bytes, dtype=np.int64))
             cols["send_time"].append(np.full(n, b.send_time))

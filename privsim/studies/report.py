@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from privsim.studies.store import load
-from privsim.studies.summary import METRICS, grid_columns, summarise
+from privsim.studies.summary import grid_columns, metrics_of, summarise
 
 __all__ = ["write_report"]
 
@@ -49,12 +49,26 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
         "",
         "Per grid cell: median, interquartile range (q25–q75) and mean ± sd over released replications.",
     ]
-    for metric, label in METRICS.items():
+    for metric, label in metrics_of(frame).items():
         rows = summary[summary["metric"] == metric] if not summary.empty else summary
         if rows.empty:
             continue
         table = rows[[*keys, "n", "median", "q25", "q75", "mean", "sd"]]
         parts += ["", f"## {label} (`{metric}`)", "", _markdown_table(table)]
+    from privsim.studies.blr_checks import figure2_checks
+
+    checks = figure2_checks(frame)
+    if checks:
+        parts += [
+            "",
+            "## Distributed against trusted aggregator, with and without projection",
+            "",
+            "Median test MAE per cell. ≈: the difference of the medians is smaller than both "
+            "interquartile ranges; (p): two-sided Mann–Whitney U p-value of the two methods' "
+            "MAEs. Projection helps: both projected medians are below the unprojected ones.",
+            "",
+            checks,
+        ]
     if figures:
         parts += ["", "## Figures", ""] + [f"![{p.stem}]({p.name})" for p in figures]
     errors = frame[frame["status"] == "error"] if "status" in frame else frame.iloc[0:0]

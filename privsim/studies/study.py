@@ -12,6 +12,12 @@
     "privacy.epsilon" = [0.5, 1.0, 2.0]
     "protocol" = ["dca", "trusted_aggregator"]
 
+    [[cases]]                     # optional: fields that vary together (one case each)
+    "blr.dataset" = "wine-red"
+    "population.clients" = 1000
+
+The cells are every case combined with every grid point.
+
 Every grid cell is validated as a full scenario before any work starts. Each replication's
 seed is a hash of the study seed, the cell's coordinates and the replication number, so
 a row can be replayed alone and results do not depend on executor, worker count or
@@ -88,15 +94,18 @@ class Study:
     replications: int
     base: dict[str, Any]
     grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    cases: tuple[dict[str, Any], ...] = ()
     source: str = ""
 
     def cells(self) -> list[dict[str, Any]]:
-        """Grid cells as coordinate dicts, in a fixed order (keys sorted, values as given)."""
+        """Grid cells as coordinate dicts, in a fixed order (cases as given, then keys
+        sorted, values as given); a case's fields are coordinates like the grid's."""
         keys = sorted(self.grid)
-        return [
+        points = [
             dict(zip(keys, combo, strict=True))
             for combo in itertools.product(*(self.grid[k] for k in keys))
         ]
+        return [{**case, **point} for case in (self.cases or ({},)) for point in points]
 
     def scenario(self, coordinates: Mapping[str, Any]) -> Scenario:
         return scenario_from_dict(apply_fields(self.base, coordinates))
@@ -113,8 +122,14 @@ class Study:
         """Build every cell's scenario once: any bad field or value fails here, before work."""
         for coords in self.cells():
             try:
-                self.scenario(coords)
-            except ScenarioError as exc:
+                scenario = self.scenario(coords)
+                if scenario.protocol == "blr":  # the data set must exist and be large enough
+                    from privsim.protocols.blr.experiment import check_data
+
+                    check_data(scenario)
+            except (ValueError, OSError) as exc:
+                if not isinstance(exc, ScenarioError):
+                    raise StudyError(f"cell {coords}: {exc}") from None
                 where = exc.field
                 origin = (
                     "grid"
@@ -130,6 +145,7 @@ class Study:
             "replications": self.replications,
             "base": self.base,
             "grid": {k: list(v) for k, v in self.grid.items()},
+            **({"cases": [dict(c) for c in self.cases]} if self.cases else {}),
         }
 
 
@@ -146,7 +162,7 @@ def load_study(path: str | Path) -> Study:
 
 
 def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: str = "") -> Study:
-    known = {"name", "seed", "replications", "base", "overrides", "grid"}
+    known = {"name", "seed", "replications", "base", "overrides", "grid", "cases"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyError(f"unknown study key '{unknown[0]}'; use {sorted(known)}")
@@ -189,14 +205,29 @@ def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: s
         if not values:
             raise StudyError(f"grid field '{key}' has no values; give at least one")
         grid[key] = tuple(values)
-    study = Study(name=name, seed=seed, replications=reps, base=base, grid=grid, source=source)
+    raw_cases = data.get("cases", [])
+    if not isinstance(raw_cases, list) or not all(isinstance(c, dict) and c for c in raw_cases):
+        raise StudyError(
+            'cases must be an array of tables of dotted fields, e.g. [[cases]] "blr.dataset" = "abalone"'
+        )
+    cases = tuple(dict(c) for c in raw_cases)
+    if cases and len({tuple(sorted(c)) for c in cases}) != 1:
+        raise StudyError("every case must set the same fields; give each case every field")
+    clash = sorted(set(cases[0]) & set(grid)) if cases else []
+    if clash:
+        raise StudyError(f"field '{clash[0]}' is both in a case and in the grid; keep it in one")
+    study = Study(
+        name=name, seed=seed, replications=reps, base=base, grid=grid, cases=cases, source=source
+    )
     try:
         scenario_from_dict(base)
     except ScenarioError as exc:
         raise StudyError(f"base scenario: {exc}") from None
-    for key in grid:  # an unknown field is caught before values are checked
+    firsts = {key: values[0] for key, values in grid.items()}
+    firsts.update(cases[0] if cases else {})
+    for key in firsts:  # an unknown field is caught before values are checked
         try:
-            scenario_from_dict(apply_fields(base, {key: grid[key][0]}))
+            scenario_from_dict(apply_fields(base, {key: firsts[key]}))
         except ScenarioError as exc:
             if "unknown field" in str(exc) or "expected a table" in str(exc):
                 raise StudyError(f"grid field '{key}' is not a scenario field: {exc}") from None

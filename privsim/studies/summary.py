@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["METRICS", "grid_columns", "summarise"]
+__all__ = ["METHOD_METRICS", "METRICS", "grid_columns", "metrics_of", "summarise"]
 
 #: Metrics summarised when present: column -> label with unit.
 METRICS = {
@@ -22,6 +22,26 @@ METRICS = {
 }
 
 
+#: Per-method metric families (BLR): column prefix -> label.
+METHOD_METRICS = {
+    "mae": "test MAE",
+    "epsilon": "achieved ε",
+    "bytes": "bytes on the wire",
+    "included": "clients included",
+    "guarantee_met": "share of runs within the (ε, δ) budget",
+}
+
+
+def metrics_of(frame: Any) -> dict[str, str]:
+    """The metrics present in ``frame``: the fixed ones and every per-method column."""
+    found = {m: label for m, label in METRICS.items() if m in frame}
+    for prefix, label in METHOD_METRICS.items():
+        for column in sorted(c for c in frame.columns if c.startswith(prefix + ".")):
+            method = column.removeprefix(prefix + ".")
+            found[column] = f"{label} ({method})"
+    return found
+
+
 def grid_columns(frame: Any) -> list[str]:
     return sorted(c for c in frame.columns if c.startswith("grid."))
 
@@ -33,14 +53,16 @@ def summarise(frame: Any) -> Any:
     keys = grid_columns(frame)
     ok = frame[frame["status"] == "released"] if "status" in frame else frame
     records: list[dict[str, Any]] = []
+    metrics = metrics_of(frame)
     groups = ok.groupby(keys, dropna=False, sort=True) if keys else [((), ok)]
     for coords, group in groups:
         coords = coords if isinstance(coords, tuple) else (coords,)
-        for metric in METRICS:
+        for metric in metrics:
             if metric not in group:
                 continue
             values = (
                 pd.to_numeric(group[metric], errors="coerce")
+                .astype(np.float64)
                 .replace([np.inf, -np.inf], np.nan)
                 .dropna()
             )

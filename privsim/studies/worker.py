@@ -16,8 +16,35 @@ __all__ = ["ROW_TIMING_FIELDS", "flatten_result", "run_task"]
 ROW_TIMING_FIELDS = ("wall_seconds", "key_agreement_seconds")
 
 
+def flatten_blr_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A BLR run's figures, one column group per method (``mae.TA``, ``epsilon.DDP``…)."""
+    methods = result["methods"]
+    row: dict[str, Any] = {
+        "status": result["status"],
+        "target_epsilon": result["privacy"]["target_epsilon"],
+        "delta": result["privacy"]["delta"],
+        "mae": {m: v["mae"] for m, v in methods.items()},
+        "method_status": {m: v["status"] for m, v in methods.items()},
+        "epsilon": {m: v["epsilon"] for m, v in methods.items()},
+        "guarantee_met": {m: v["guarantee_met"] for m, v in methods.items()},
+        "included": {m: v["included"] for m, v in methods.items() if "included" in v},
+        "messages": {
+            m: v["communication"]["messages"] for m, v in methods.items() if "communication" in v
+        },
+        "bytes": {
+            m: v["communication"]["bytes"] for m, v in methods.items() if "communication" in v
+        },
+        "thresholds": result["thresholds"]
+        and {k: result["thresholds"][k] for k in ("feature", "target")},
+        "wall_seconds": result["wall_seconds"],
+    }
+    return row
+
+
 def flatten_result(result: dict[str, Any]) -> dict[str, Any]:
     """The figures of a :class:`~privsim.runner.RunResult` that a study tabulates."""
+    if result.get("protocol") == "blr":
+        return flatten_blr_result(result)
     privacy = result["privacy"]
     parties = result["parties"]
     comm = result["communication"]
@@ -64,9 +91,27 @@ def flatten_result(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+_BLAS_LIMITED = False
+
+
+def _one_blas_thread() -> None:
+    """Worker processes run one replication each, side by side on every core: a BLAS
+    library that also starts one thread per core oversubscribes the machine, and its
+    spinning threads slowed the small matrix work of a BLR replication 100-fold when two
+    workers shared two cores. Limit BLAS to one thread per worker, once per process."""
+    global _BLAS_LIMITED
+    if not _BLAS_LIMITED:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+        _BLAS_LIMITED = True
+
+
 def run_task(base: dict[str, Any], task: Task) -> dict[str, Any]:
     """Run one replication. Never raises: a failure becomes a row with status ``error``."""
     from privsim.runner import run
+
+    _one_blas_thread()
     from privsim.scenarios.loader import scenario_from_dict
 
     coords = dict(task.coordinates)

@@ -21,7 +21,7 @@ def test_a_second_mechanism_that_overspends_is_refused():
     assert [e.label for e in ledger.entries] == ["first"]
 
 
-def test_composition_uses_pld_and_matches_the_gaussian_closed_form():
+def test_gaussian_composition_is_exact_and_mixed_composition_uses_pld():
     # Two Gaussians with multiplier s compose to one with s / sqrt(2) (exactly, for Gaussians).
     s = 3.0
     ledger = PrivacyLedger(10.0, 1e-5)
@@ -29,8 +29,14 @@ def test_composition_uses_pld_and_matches_the_gaussian_closed_form():
     ledger.charge("b", dp_accounting.GaussianDpEvent(s))
     single = PrivacyLedger(10.0, 1e-5)
     single.charge("ab", dp_accounting.GaussianDpEvent(s / math.sqrt(2)))
-    # PLD discretisation is pessimistic by at most ~1e-3 in epsilon at the default interval.
-    assert single.epsilon() <= ledger.epsilon() <= single.epsilon() + 2e-3
+    assert ledger.epsilon() == pytest.approx(single.epsilon(), rel=1e-12)
+    # With a non-Gaussian event the PLD accountant composes: pessimistic by at most ~1e-3
+    # in epsilon at its default discretisation, never optimistic.
+    mixed = PrivacyLedger(10.0, 1e-5)
+    mixed.charge("a", dp_accounting.GaussianDpEvent(s))
+    mixed.charge("b", dp_accounting.GaussianDpEvent(s))
+    mixed.charge("none", dp_accounting.LaplaceDpEvent(1e9))
+    assert single.epsilon() <= mixed.epsilon() <= single.epsilon() + 2e-3
 
 
 def test_classic_overspend_refuses_by_default_and_warns_when_allowed():

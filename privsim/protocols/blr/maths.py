@@ -13,7 +13,10 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "client_moments",
     "client_statistics",
+    "marginal_std",
+    "moment_sensitivity",
     "posterior",
     "predict",
     "project",
@@ -51,19 +54,44 @@ def unpack_statistics(z: F64, d: int) -> tuple[F64, F64]:
     return xx, np.asarray(z[k : k + d], dtype=np.float64)
 
 
-def statistics_sensitivity(x_bounds: F64, y_bound: float) -> float:
-    """L2 sensitivity of Σ client_statistics under replace-one when |x_j| ≤ c_j, |y| ≤ c_y.
+def statistics_sensitivity(x_bounds: F64, y_bound: float, neighbour: str = "replace_one") -> float:
+    """L2 sensitivity of Σ client_statistics when |x_j| ≤ c_j, |y| ≤ c_y.
 
-    Replacing one record changes each entry by at most its range: x_j² ∈ [0, c_j²] moves
-    by ≤ c_j²; x_j x_k (j < k) ∈ [−c_j c_k, c_j c_k] by ≤ 2 c_j c_k; x_j y by ≤ 2 c_j c_y.
-    The L2 norm of those maxima bounds the L2 change (each coordinate at its extreme).
+    Replace-one: each entry moves by at most its range: x_j² ∈ [0, c_j²] by ≤ c_j²;
+    x_j x_k (j < k) ∈ [−c_j c_k, c_j c_k] by ≤ 2 c_j c_k; x_j y by ≤ 2 c_j c_y. The L2
+    norm of those maxima bounds the L2 change (each coordinate at its extreme).
+    Add/remove: the change is one record's vector, whose entries are at most c_j²,
+    c_j c_k and c_j c_y in absolute value.
     """
     c = np.asarray(x_bounds, dtype=np.float64)
     d = c.size
     iu = np.triu_indices(d)
-    outer = np.where(iu[0] == iu[1], c[iu[0]] ** 2, 2.0 * c[iu[0]] * c[iu[1]])
-    cross = 2.0 * c * y_bound
+    spread = 2.0 if neighbour == "replace_one" else 1.0
+    outer = np.where(iu[0] == iu[1], c[iu[0]] ** 2, spread * c[iu[0]] * c[iu[1]])
+    cross = spread * c * y_bound
     return math.sqrt(float(np.sum(outer**2) + np.sum(cross**2)))
+
+
+def client_moments(x: F64, y: F64) -> F64:
+    """Algorithm 2, step 2: each client's squared values (x_i1², …, x_id², y_i²), whose sum
+    over clients gives the marginal second moments (the data are centred)."""
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    y = np.asarray(y, dtype=np.float64).reshape(-1, 1)
+    return np.concatenate([x, y], axis=1) ** 2
+
+
+def moment_sensitivity(bounds: F64) -> float:
+    """L2 sensitivity of Σ client_moments when |v_j| ≤ c_j: every v_j² lies in [0, c_j²],
+    so one record moves entry j by at most c_j² (either neighbour relation): Δ = sqrt(Σ c_j⁴)."""
+    c = np.asarray(bounds, dtype=np.float64)
+    return math.sqrt(float(np.sum(c**4)))
+
+
+def marginal_std(sum_of_squares: F64, n: int, floor: float) -> F64:
+    """σ̂_j = sqrt(S_j / n) from the released sums of squares of centred data; a
+    non-positive estimate (noise larger than the signal) becomes sqrt(``floor``)."""
+    variance = np.asarray(sum_of_squares, dtype=np.float64) / max(n, 1)
+    return np.sqrt(np.where(variance > 0, variance, floor))
 
 
 def repair_precision(matrix: F64) -> F64:

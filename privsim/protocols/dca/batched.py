@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from privsim.protocols.dca.behaviours import DcaPlan, agree
 from privsim.protocols.dca.inputs import ClientInputs
-from privsim.protocols.dca.messages import NodeSum, Share
+from privsim.protocols.dca.messages import Share
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.coalition import ViewedMessage
 from privsim.sim.messages import encode, wire_size
 from privsim.sim.world import World
 
-__all__ = ["ShareRound", "client_population", "compute_node_batched"]
+__all__ = ["NodeSums", "ShareRound", "client_population", "compute_node_batched"]
 
 #: Target bytes of shares per chunk of clients (all M nodes' shares together).
 CHUNK_BYTES = 8 << 20
@@ -38,9 +39,9 @@ CHUNK_BYTES = 8 << 20
 THREADS = min(4, os.cpu_count() or 1)
 
 
-def _share_header(dimension: int) -> bytes:
-    """The encoding of a :class:`Share` up to its values (same for every share)."""
-    full = encode(Share(values=np.zeros(dimension, dtype=np.uint64)))
+def _share_header(kind: type[Share], dimension: int) -> bytes:
+    """The encoding of a share message up to its values (same for every share)."""
+    full = encode(kind(values=np.zeros(dimension, dtype=np.uint64)))
     return full[: len(full) - 8 * dimension]
 
 
@@ -49,7 +50,7 @@ class ShareRound:
 
     def __init__(self, world: World, plan: DcaPlan, inputs: ClientInputs) -> None:
         self.world, self.plan, self.inputs = world, plan, inputs
-        self.header = _share_header(plan.dimension)
+        self.header = _share_header(plan.kinds.share, plan.dimension)
         self._agreed: bytes | None = None
         self._sums: npt.NDArray[np.uint64] | None = None
 
@@ -97,31 +98,41 @@ class ShareRound:
             shares[:, k] = column
 
 
-def client_population(world: World, plan: DcaPlan, inputs: ClientInputs) -> Behaviour:
-    """Every running client sends share k to node k, in node order, as one batch per node."""
-    running = np.asarray(world.running("client"), dtype=np.int64)
-    size = wire_size(Share(values=np.zeros(plan.dimension, dtype=np.uint64)))
+class NodeSums(Protocol):
+    """Where a batched compute node gets its sum over the agreed clients."""
+
+    def node_sum(self, node: int, agreed: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]: ...
+
+
+def client_population(
+    world: World, plan: DcaPlan, inputs: ClientInputs, senders: npt.ArrayLike | None = None
+) -> Behaviour:
+    """Every running client (or only ``senders``, role indices) sends share k to node k,
+    in node order, as one batch per node."""
+    running = np.asarray(world.running("client") if senders is None else senders, dtype=np.int64)
+    size = wire_size(plan.kinds.share(values=np.zeros(plan.dimension, dtype=np.uint64)))
     members = [world.agents[p] for p in world.coalition]
+    sending = set(running.tolist())
     colluding = sorted(
-        a.role_index for a in members if a.role == "client" and a.id not in world.faults.absent
+        a.role_index for a in members if a.role == "client" and a.role_index in sending
     )
     if colluding:  # the coalition's own clients: their state and messages are in its view
         mine = inputs.messages(colluding)
         for row, i in enumerate(colluding):
             agent = world.agents[plan.clients[i]]
-            agent.remember("input", mine.z[row])
-            agent.remember("noise", mine.eta[row])
+            agent.remember(plan.kinds.state_key("input"), mine.z[row])
+            agent.remember(plan.kinds.state_key("noise"), mine.eta[row])
             for k, node in enumerate(plan.nodes):
                 world.viewed.append(
                     ViewedMessage(
                         src=agent.id,
                         dst=node,
                         send_time=world.env.now,
-                        message=Share(values=mine.shares[row, k]),
+                        message=plan.kinds.share(values=mine.shares[row, k]),
                     )
                 )
     for node in plan.nodes:
-        world.bus.send_batch("client", running, node, Share, size)
+        world.bus.send_batch("client", running, node, plan.kinds.share, size)
     # A client process would end here. That matters only for a client that crashes
     # later (it finished first): mark those; the others never have a behaviour to end.
     for party in world.faults.crash_times:
@@ -131,16 +142,16 @@ def client_population(world: World, plan: DcaPlan, inputs: ClientInputs) -> Beha
     yield from ()
 
 
-def compute_node_batched(agent: Agent, plan: DcaPlan, shares: ShareRound) -> Behaviour:
+def compute_node_batched(agent: Agent, plan: DcaPlan, shares: NodeSums) -> Behaviour:
     """The compute node of :func:`~privsim.protocols.dca.behaviours.compute_node`, taking
     its shares as one batch."""
     n = len(plan.clients)
     share_deadline = agent.now + plan.share_timeout
-    arrived = yield from agent.receive_batch(Share, count=n, deadline=share_deadline)
+    arrived = yield from agent.receive_batch(plan.kinds.share, count=n, deadline=share_deadline)
     mine = np.zeros(n, dtype=bool)
     mine[arrived.senders] = True
     agreed = yield from agree(agent, plan, mine, share_deadline)
     if agreed is None:
         return
     total = shares.node_sum(plan.nodes.index(agent.id), agreed)
-    agent.send(plan.aggregator, NodeSum(values=total, included=np.packbits(agreed)))
+    agent.send(plan.aggregator, plan.kinds.node_sum(values=total, included=np.packbits(agreed)))

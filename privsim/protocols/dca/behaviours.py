@@ -12,7 +12,7 @@ import simpy
 
 from privsim.protocols.dca.inputs import ClientInputs
 from privsim.protocols.dca.maths import decode_fixed
-from privsim.protocols.dca.messages import NodeAbort, NodeSum, ReceivedSet, Share
+from privsim.protocols.dca.messages import DCA_KINDS, DcaKinds, NodeAbort, NodeSum
 from privsim.protocols.outcome import AbortReason, SumOutcome
 from privsim.sim.agent import Agent, Behaviour
 
@@ -39,15 +39,16 @@ class DcaPlan:
     agreement_timeout: float
     sum_timeout: float
     release_beyond_tolerance: bool = False
+    kinds: DcaKinds = DCA_KINDS
 
 
 def client(agent: Agent, inputs: ClientInputs, plan: DcaPlan) -> Behaviour:
     """Steps 1–2: add η_i ~ N(0, σ²_client I), encode, split into M shares, send share k to node k."""
     mine = inputs.messages([agent.role_index])
-    agent.remember("input", mine.z[0])
-    agent.remember("noise", mine.eta[0])
+    agent.remember(plan.kinds.state_key("input"), mine.z[0])
+    agent.remember(plan.kinds.state_key("noise"), mine.eta[0])
     for node, share in zip(plan.nodes, mine.shares[0], strict=True):
-        agent.send(node, Share(values=share))
+        agent.send(node, plan.kinds.share(values=share))
     yield from ()
 
 
@@ -59,7 +60,7 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
     received: dict[int, npt.NDArray[np.uint64]] = {}
     share_deadline = agent.now + plan.share_timeout
     while len(received) < n:
-        delivery = yield from agent.receive(Share, deadline=share_deadline)
+        delivery = yield from agent.receive(plan.kinds.share, deadline=share_deadline)
         if delivery is None:
             break
         i = client_index.get(delivery.src)
@@ -74,7 +75,7 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
     total = np.zeros(plan.dimension, dtype=np.uint64)
     for index in np.flatnonzero(agreed).tolist():
         total += received[index]
-    agent.send(plan.aggregator, NodeSum(values=total, included=np.packbits(agreed)))
+    agent.send(plan.aggregator, plan.kinds.node_sum(values=total, included=np.packbits(agreed)))
 
 
 def agree(
@@ -86,14 +87,14 @@ def agree(
     n = len(plan.clients)
     peers = [p for p in plan.nodes if p != agent.id]
     for peer in peers:
-        agent.send(peer, ReceivedSet(clients=np.packbits(mine)))
+        agent.send(peer, plan.kinds.received_set(clients=np.packbits(mine)))
     agreed = mine.copy()
     heard: set[str] = set()
     # Absolute: a node that got every share early must still wait for peers that are
     # waiting out the share deadline.
     agreement_deadline = share_deadline + plan.agreement_timeout
     while len(heard) < len(peers):
-        reply = yield from agent.receive(ReceivedSet, deadline=agreement_deadline)
+        reply = yield from agent.receive(plan.kinds.received_set, deadline=agreement_deadline)
         if reply is None:
             break
         if reply.src in peers and reply.src not in heard:
@@ -103,7 +104,7 @@ def agree(
         missing = sorted(set(peers) - heard)
         agent.send(
             plan.aggregator,
-            NodeAbort(
+            plan.kinds.node_abort(
                 reason=AbortReason.AGREEMENT_INCOMPLETE, detail=f"no received-set from {missing}"
             ),
         )
@@ -112,7 +113,7 @@ def agree(
     if dropped > plan.tolerated and not plan.release_beyond_tolerance:
         agent.send(
             plan.aggregator,
-            NodeAbort(
+            plan.kinds.node_abort(
                 reason=AbortReason.TOO_MANY_DROPOUTS,
                 detail=f"{dropped} of {n} clients missing, more than the tolerated T = {plan.tolerated}",
             ),
@@ -127,7 +128,9 @@ def aggregator(agent: Agent, plan: DcaPlan) -> Behaviour:
     deadline = agent.now + plan.share_timeout + plan.agreement_timeout + plan.sum_timeout
     sums: dict[str, NodeSum] = {}
     while len(sums) < len(plan.nodes):
-        delivery = yield from agent.receive(NodeSum, NodeAbort, deadline=deadline)
+        delivery = yield from agent.receive(
+            plan.kinds.node_sum, plan.kinds.node_abort, deadline=deadline
+        )
         if delivery is None:
             missing = sorted(set(plan.nodes) - set(sums))
             return SumOutcome.aborted(AbortReason.SUMS_MISSING, f"no sum from {missing}")

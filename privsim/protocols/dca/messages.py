@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from privsim.sim.messages import Message, message
 
-__all__ = ["NodeAbort", "NodeSum", "ReceivedSet", "Share"]
+__all__ = ["DCA_KINDS", "DcaKinds", "NodeAbort", "NodeSum", "ReceivedSet", "Share"]
 
 
 @message
@@ -44,3 +44,25 @@ class NodeAbort(Message):
 
     reason: str
     detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class DcaKinds:
+    """The message classes one DCA round uses. A protocol that runs several secure sums
+    in one world gives each round its own sibling subclasses, so a late message of one
+    round can never be taken by the next (receives match by class)."""
+
+    def state_key(self, what: str) -> str:
+        """Key of a client's declared private state (``"input"``, ``"noise"``) this round."""
+        return f"{self.name}.{what}" if self.name else what
+
+    share: type[Share] = Share
+    #: Prefix of the private state a colluding client declares in this round ("" for none).
+    name: str = ""
+    received_set: type[ReceivedSet] = ReceivedSet
+    node_sum: type[NodeSum] = NodeSum
+    node_abort: type[NodeAbort] = NodeAbort
+
+
+#: The single-round message set.
+DCA_KINDS = DcaKinds()
