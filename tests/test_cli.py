@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from privsim.cli import main
 from privsim.scenarios import scenario_to_toml
 from tests.conftest import make_scenario
@@ -55,3 +57,26 @@ def test_budget_refusal_is_reported(tmp_path, capsys):
 def test_quickstart_runs_from_the_command_line(tmp_path, capsys):
     assert main(["run", "--out", str(tmp_path)]) == 0
     assert "quickstart" in capsys.readouterr().out
+
+
+def test_blr_scenario_runs_from_the_command_line(tmp_path, capsys):
+    import tomllib
+
+    import tomli_w
+
+    from privsim.scenarios import builtin_scenario_path
+
+    data = tomllib.loads(builtin_scenario_path("blr").read_text())
+    data["population"]["clients"] = 300
+    data["blr"].update(synthetic_records=500, test=100, grid_points=5, grid_repeats=2)
+    path = tmp_path / "blr.toml"
+    path.write_text(tomli_w.dumps(data))
+    assert main(["run", str(path), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for method in ("NP", "proj_NP", "TA", "proj_TA", "DDP", "proj_DDP", "input_perturbation"):
+        assert any(
+            line.startswith(f"{method} ") and "released" in line for line in out.splitlines()
+        )
+    result = json.loads((tmp_path / "blr-seed2017.json").read_text())
+    assert result["methods"]["proj_DDP"]["communication"]["rounds"] >= 6  # two DCA rounds
+    assert result["methods"]["DDP"]["epsilon"] == pytest.approx(1.0, rel=1e-6)

@@ -44,14 +44,18 @@ def format_blr_report(result: dict[str, Any]) -> str:
     for name, m in result["methods"].items():
         mae = f"{m['mae']:.4g}" if m.get("mae") is not None else "-"
         comm = m.get("communication") or {}
-        eps = _eps(m["epsilon"]) + (
-            "" if m.get("guarantee_met") or m["epsilon"] == "inf" else " (!)"
-        )
+        if m["epsilon"] == "inf":
+            eps = "none (NP)" if name.endswith("NP") else "inf (!)"
+        else:
+            eps = _eps(m["epsilon"]) + ("" if m.get("guarantee_met") else " (!)")
         lines.append(
             f"{name:<20}{m['status']:<10}{mae:>10}{eps:>16}"
             f"{comm.get('messages', '-'):>10}{_bytes(comm['bytes']) if comm else '-':>11}"
         )
-    lines.append("  (!) over the budget (classic calibration or a coalition beyond T)")
+    lines.append(
+        "  MAE in the units of the scaled target (range 10); (!) over the budget "
+        "(classic calibration or a coalition beyond T)"
+    )
     return "\n".join(lines)
 
 
