@@ -471,6 +471,10 @@ def run(scenario: Scenario, seed: int | None = None) -> RunResult:
         from privsim.protocols.blr.experiment import run_blr
 
         return run_blr(scenario, seed)
+    if scenario.protocol == "bcd":
+        from privsim.protocols.bcd.experiment import run_bcd
+
+        return run_bcd(scenario, seed)
     main = simulate(scenario, seed)
     result: dict[str, Any] = {
         "privsim_version": __version__,

@@ -28,7 +28,25 @@ AXES = {
     "grid.faults.crash": ("probability a client crashes", False),
     "grid.population.clients": ("number of clients N", True),
     "grid.data.dimension": ("dimension d", True),
+    "grid.bcd.records": ("number of records N", True),
+    "grid.bcd.correlation": ("correlation between predictors", False),
+    "grid.bcd.r_squared": ("R² of the data-generating model", False),
+    "grid.bcd.gamma": ("loss scaling γ", False),
 }
+
+
+def _finish(fig: Any, ax: Any, path: Path, legend_size: int = 8) -> Path:
+    """Grid, legend, layout; write the PNG and free the figure."""
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _stem(values: Any) -> str:
+    return "_".join(str(v) for v in values).replace(".", "_").replace("/", "_")
 
 
 def _label(column: str) -> str:
@@ -59,12 +77,7 @@ def _series_plot(summary: Any, x: str, metric: str, path: Path, logy: bool = Fal
         ax.xaxis.set_minor_locator(ticker.NullLocator())
     if logy:
         ax.set_yscale("log")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path)
 
 
 #: Line styles of the BLR methods, as in the paper's Figure 2.
@@ -139,14 +152,143 @@ def _method_plots(summary: Any, x: str, prefix: str, out: Path) -> list[Path]:
             top = panel[panel["metric"] != "mae.input_perturbation"]["q75"].max()
             ax.set_ylim(bottom=0, top=1.15 * top)  # input perturbation runs off the chart
         ax.set_title(title or prefix, fontsize=9)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        stem = "_".join(str(v) for v in key).replace(".", "_").replace("/", "_") or "all"
-        path = out / f"{prefix}_by_method_vs_{_label(x).replace('.', '_')}_{stem}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        drawn.append(path)
+        stem = _stem(key) or "all"
+        drawn.append(
+            _finish(
+                fig, ax, out / f"{prefix}_by_method_vs_{_label(x).replace('.', '_')}_{stem}.png"
+            )
+        )
+    return drawn
+
+
+def _one_factor_plots(summary: Any, metric: str, out: Path) -> list[Path]:
+    """One-factor-at-a-time studies (a baseline and variations of one field each): for
+    each numeric grid field, the metric against that field with every other field at
+    its baseline (its most frequent value); panels per value of text fields."""
+    rows = summary[summary["metric"] == metric]
+    if rows.empty:
+        return []
+    keys = grid_columns(rows)
+    import pandas as pd
+
+    text = [c for c in keys if not pd.api.types.is_numeric_dtype(rows[c])]
+    numeric = [c for c in keys if c not in text and rows[c].nunique() > 1]
+    drawn = []
+    panels = rows.groupby(text, sort=True) if text else [((), rows)]
+    for key, panel in panels:
+        key = key if isinstance(key, tuple) else (key,)
+        baseline = {c: panel[c].mode().iloc[0] for c in numeric}
+        for factor in numeric:
+            sel = panel
+            for other in numeric:
+                if other != factor:
+                    sel = sel[sel[other] == baseline[other]]
+            if sel[factor].nunique() < 2:
+                continue
+            sel = sel.sort_values(factor)
+            fig, ax = plt.subplots(figsize=(6.0, 4.0))
+            line = ax.plot(sel[factor], sel["median"], marker="o", label="DP-BCD, median")[0]
+            ax.fill_between(sel[factor], sel["q25"], sel["q75"], alpha=0.2, color=line.get_color())
+            ref = summary[summary["metric"] == "reference.r2_central"]
+            if metric == "accuracy.r2" and not ref.empty:
+                ref = ref.merge(sel[keys], on=keys).sort_values(factor)
+                ax.plot(ref[factor], ref["median"], color="black", ls="--", label="centralised")
+            label, logx = AXES.get(factor, (_label(factor), False))
+            ax.set_xlabel(label)
+            ax.set_ylabel(f"{METRICS.get(metric, metric)}\nmedian, band: interquartile range")
+            if logx or factor in ("grid.bcd.records",):
+                ax.set_xscale("log")
+            ax.set_title(", ".join(str(k) for k in key) or f"vary {_label(factor)}", fontsize=9)
+            stem = _stem(key)
+            name = f"{metric.replace('.', '_')}_vs_{_label(factor).replace('.', '_')}"
+            drawn.append(_finish(fig, ax, out / f"{name}{'_' + stem if stem else ''}.png"))
+    return drawn
+
+
+def draw_coefficients(frame: Any, directory: str | Path) -> list[Path]:
+    """Figures 5 and 7 of de Jong et al.: per predictor, the mean DP-BCD coefficient with
+    its 2.5–97.5 percentile range over replications, and the centralised coefficient;
+    one figure per grid cell of a BCD study with real data."""
+    if "accuracy.beta" not in frame.columns:
+        return []
+    import numpy as np
+
+    out = Path(directory)
+    keys = grid_columns(frame)
+    drawn = []
+    ok = frame[frame["status"] == "released"]
+    for coords, group in ok.groupby(keys, sort=True) if keys else [((), ok)]:
+        coords = coords if isinstance(coords, tuple) else (coords,)
+        cell = dict(zip(keys, coords, strict=True))
+        if cell.get("grid.bcd.dataset", "synthetic") == "synthetic":
+            continue
+        betas = np.array(group["accuracy.beta"].tolist(), dtype=float)
+        central = np.array(group["reference.beta_central"].iloc[0], dtype=float)
+        lo, hi = np.percentile(betas, [2.5, 97.5], axis=0)
+        idx = np.arange(central.size)
+        fig, ax = plt.subplots(figsize=(7.0, 0.22 * central.size + 1.6))
+        ax.errorbar(
+            betas.mean(axis=0),
+            idx,
+            xerr=[betas.mean(axis=0) - lo, hi - betas.mean(axis=0)],
+            fmt="o",
+            ms=3,
+            capsize=2,
+            label="DP-BCD: mean, 2.5–97.5 percentiles",
+        )
+        ax.scatter(central, idx, marker="x", color="black", zorder=5, label="centralised")
+        names = group["dataset.columns"].iloc[0] if "dataset.columns" in group else None
+        ax.set_yticks(idx)
+        ax.set_yticklabels(names if names else [str(i) for i in idx], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("coefficient")
+        ax.set_title(", ".join(f"{_label(k)}={v}" for k, v in cell.items()), fontsize=8)
+        drawn.append(_finish(fig, ax, out / f"coefficients_{_stem(coords)}.png", legend_size=7))
+    return drawn
+
+
+def draw_iterations(frame: Any, directory: str | Path) -> list[Path]:
+    """Figures 6 and 8 of de Jong et al.: R² of the model after each iteration, median
+    over replications, one line per ε; one figure per data set of a BCD study."""
+    if "r2_by_iteration" not in frame.columns or "grid.privacy.epsilon" not in frame.columns:
+        return []
+    import numpy as np
+    import pandas as pd
+
+    out = Path(directory)
+    drawn = []
+    panel_keys = [c for c in grid_columns(frame) if c != "grid.privacy.epsilon"]
+    if any(pd.api.types.is_numeric_dtype(frame[c]) for c in panel_keys):
+        return []  # one panel per data set; numeric factors have their own figures
+    for key, panel in frame.groupby(panel_keys, sort=True) if panel_keys else [((), frame)]:
+        key = key if isinstance(key, tuple) else (key,)
+        fig, ax = plt.subplots(figsize=(6.0, 4.0))
+        for eps, group in panel.groupby("grid.privacy.epsilon", sort=True):
+            runs = [r for r in group["r2_by_iteration"] if isinstance(r, list) and r]
+            depth = max((len(r) for r in runs), default=0)
+            if not depth:
+                continue
+            padded = np.full((len(runs), depth), np.nan)
+            for i, r in enumerate(runs):
+                padded[i, : len(r)] = r
+            ax.plot(
+                np.arange(1, depth + 1),
+                np.nanmedian(padded, axis=0),
+                marker="o",
+                label=f"ε = {eps:g}",
+            )
+        if "reference.r2_central" in panel:
+            ax.axhline(
+                float(panel["reference.r2_central"].median()),
+                color="black",
+                ls="--",
+                label="centralised",
+            )
+        ax.set_ylim(bottom=max(ax.get_ylim()[0], -0.5))
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("R² (median over replications)")
+        ax.set_title(", ".join(str(k) for k in key), fontsize=9)
+        drawn.append(_finish(fig, ax, out / f"r2_by_iteration_{_stem(key) or 'all'}.png"))
     return drawn
 
 
@@ -155,6 +297,10 @@ def draw_study(summary: Any, directory: str | Path) -> list[Path]:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     drawn: list[Path] = []
+    if (summary["metric"] == "accuracy.r2").any():  # (DP-)BCD studies
+        for metric in ("accuracy.r2", "accuracy.aapd"):
+            drawn += _one_factor_plots(summary, metric, out)
+        return drawn
     if summary["metric"].str.startswith("mae.").any():  # per-method studies (BLR)
         return _method_plots(summary, "grid.privacy.epsilon", "mae", out)
     axes = [c for c in AXES if c in summary]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_blr_report", "format_report"]
+__all__ = ["format_bcd_report", "format_blr_report", "format_report"]
 
 
 def _bytes(n: float) -> str:
@@ -59,10 +59,49 @@ def format_blr_report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_bcd_report(result: dict[str, Any]) -> str:
+    """A (DP-)BCD run: the published model's R² against the centralised one."""
+    ds, priv, comm = result["dataset"], result["privacy"], result["communication"]
+    blocks = "; ".join(f"party-{j}: {len(b)} columns" for j, b in enumerate(ds["blocks"]))
+    lines = [
+        f"privsim {result['privsim_version']} — scenario '{result['scenario_name']}', "
+        f"protocol bcd ({result['method']}), seed {result['seed']}",
+        f"  data {ds['name']}: {ds['records']} records, {ds['predictors']} predictors ({blocks}); "
+        "party-0 holds the label",
+    ]
+    if result["status"] == "released":
+        acc = result["accuracy"]
+        lines.append(
+            f"Result      published after {result['iterations']} iterations ({result['steps']} steps)"
+        )
+        lines.append(
+            f"Accuracy    R² {acc['r2']:.4g} (centralised {acc['r2_central']:.4g}); "
+            f"AAPD of β vs centralised {100 * acc['aapd']:.1f}%"
+        )
+    else:
+        lines.append(f"Result      aborted: {result['abort']['detail']}")
+    if priv["epsilon_per_step"] is not None:
+        lines.append(
+            f"Privacy     ε spent {priv['epsilon_spent']:.4g} of {priv['target_epsilon']:g} "
+            f"({priv['epsilon_per_step']:.4g} per step); {priv['notion']}"
+        )
+    else:
+        lines.append("Privacy     none (BCD without perturbation)")
+    view = result["adversary_view"]
+    lines.append(
+        f"Traffic     {comm['messages']} messages, {_bytes(comm['bytes'])}, {comm['rounds']} rounds, "
+        f"{comm['duration']:.3g} s simulated; adversary {', '.join(view['members']) or '-'} "
+        f"received {view['remainders_received']} remainder vectors"
+    )
+    return "\n".join(lines)
+
+
 def format_report(result: dict[str, Any]) -> str:
     """A compact multi-line summary of :meth:`privsim.runner.RunResult.to_dict`."""
     if result.get("protocol") == "blr":
         return format_blr_report(result)
+    if result.get("protocol") == "bcd":
+        return format_bcd_report(result)
     sc = result["scenario"]
     pop, priv = sc["population"], result["privacy"]
     parties = result["parties"]

@@ -256,10 +256,11 @@ def _plain_fields(obj: Any) -> dict[str, Any]:
 
 def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     """The scenario as plain data (lists, dicts, numbers, strings), TOML- and JSON-ready.
-    The ``blr`` table appears only for protocol ``"blr"`` (it is inert otherwise)."""
+    The ``blr`` and ``bcd`` tables appear only for their protocol (inert otherwise)."""
     plain = _plain_fields(scenario)
-    if scenario.protocol != "blr":
-        plain.pop("blr", None)
+    for table in ("blr", "bcd"):  # protocol tables appear only for their protocol
+        if scenario.protocol != table:
+            plain.pop(table, None)
     return plain
 
 

@@ -11,6 +11,10 @@ __all__ = ["METHOD_METRICS", "METRICS", "grid_columns", "metrics_of", "summarise
 #: Metrics summarised when present: column -> label with unit.
 METRICS = {
     "accuracy.rmse": "RMSE of the released sum (per coordinate)",
+    "accuracy.r2": "R² of the published model (in sample)",
+    "reference.r2_central": "R² of the centralised least-squares solution",
+    "accuracy.aapd": "AAPD of β against the centralised solution",
+    "accuracy.beta_abs_error": "mean |β̂ − β*| against the centralised solution",
     "epsilon": "achieved ε",
     "bytes": "bytes on the wire (all parties)",
     "messages": "messages",

@@ -41,10 +41,36 @@ def flatten_blr_result(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def flatten_bcd_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A (DP-)BCD run's figures: R², AAPD and β of the published model, the centralised
+    reference, abort, privacy spent (locally sensitive DP) and communication."""
+    acc = result["accuracy"]
+    comm = result["communication"]
+    return {
+        "status": result["status"],
+        "abort_reason": (result["abort"] or {}).get("detail"),
+        "accuracy": acc and {k: acc[k] for k in ("r2", "aapd", "beta_abs_error", "beta")},
+        "reference": result["reference"],
+        "dataset": {"columns": result["dataset"]["columns"]},
+        "epsilon": result["privacy"]["epsilon_spent"],
+        "target_epsilon": result["privacy"]["target_epsilon"],
+        "iterations": result["iterations"],
+        "r2_by_iteration": result.get("r2_by_iteration", []),
+        "steps": result["steps"],
+        "messages": comm["messages"],
+        "bytes": comm["bytes"],
+        "rounds": comm["rounds"],
+        "duration": comm["duration"],
+        "wall_seconds": result["wall_seconds"],
+    }
+
+
 def flatten_result(result: dict[str, Any]) -> dict[str, Any]:
     """The figures of a :class:`~privsim.runner.RunResult` that a study tabulates."""
     if result.get("protocol") == "blr":
         return flatten_blr_result(result)
+    if result.get("protocol") == "bcd":
+        return flatten_bcd_result(result)
     privacy = result["privacy"]
     parties = result["parties"]
     comm = result["communication"]
