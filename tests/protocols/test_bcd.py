@@ -166,3 +166,22 @@ def test_the_authors_preprocessing_reproduces_their_non_private_r2():
         explained = np.var(data.x @ beta) / np.var(data.y)
         assert explained == pytest.approx(scripts, abs=1e-6)
     assert [len(b) for b in result["dataset"]["blocks"]] == [11, 6]
+
+
+def test_convergence_stopping_ends_when_a_pass_hardly_lowers_the_remainder():
+    # BCD without noise: ‖v‖² falls monotonically; with B_C large enough the label owner
+    # stops after the first pass whose decrease is at most B_C, before the cap of 50.
+    scenario = _scenario(
+        method="bcd", iterations=50, stopping="convergence", convergence_bound=1e-6, correlation=0.5
+    )
+    result = run_bcd(scenario, 4).to_dict()
+    t = result["iterations"]
+    assert 2 <= t < 50
+    r2 = result["r2_by_iteration"]
+    assert len(r2) == t
+    # R²_t = 1 − ‖v_t‖²/SST, so ‖v_{t−1}‖² − ‖v_t‖² = SST·(R²_t − R²_{t−1}): the stopping
+    # pass lowered ‖v‖² by at most B_C, the pass before by more.
+    _, data, _ = simulate_bcd(scenario, 4)
+    total = float(np.sum((data.y - data.y.mean()) ** 2))
+    drops = np.diff(np.array(r2)) * total
+    assert drops[-1] <= 1e-6 + 1e-9 and drops[-2] > 1e-6
