@@ -1,0 +1,1 @@
+"""Private, mergeable RACE sketches for kernel sums (Coleman & Shrivastava, CCS 2021)."""
