@@ -475,6 +475,10 @@ def run(scenario: Scenario, seed: int | None = None) -> RunResult:
         from privsim.protocols.bcd.experiment import run_bcd
 
         return run_bcd(scenario, seed)
+    if scenario.protocol == "race":
+        from privsim.protocols.race.experiment import run_race
+
+        return run_race(scenario, seed)
     main = simulate(scenario, seed)
     result: dict[str, Any] = {
         "privsim_version": __version__,

@@ -32,6 +32,7 @@ AXES = {
     "grid.bcd.correlation": ("correlation between predictors", False),
     "grid.bcd.r_squared": ("R² of the data-generating model", False),
     "grid.bcd.gamma": ("loss scaling γ", False),
+    "grid.race.owners": ("data owners K", True),
 }
 
 
@@ -57,7 +58,14 @@ def _series_plot(summary: Any, x: str, metric: str, path: Path, logy: bool = Fal
     rows = summary[summary["metric"] == metric]
     if rows.empty or x not in rows or rows[x].nunique() < 2:
         return None
-    others = [c for c in grid_columns(rows) if c != x and rows[c].nunique() > 1]
+    others = [
+        c
+        for c in grid_columns(rows)
+        if c != x
+        and rows[c].nunique() > 1
+        # a field that moves with x (set together in a case) is not a series of its own
+        and rows[[x, c]].drop_duplicates().shape[0] > rows[x].nunique()
+    ]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     groups = rows.groupby(others, sort=True) if others else [((), rows)]
     for key, group in groups:
@@ -317,7 +325,12 @@ def draw_study(summary: Any, directory: str | Path) -> list[Path]:
                 )
                 drawn += [p] if p else []
             continue
-        for metric in ("accuracy.rmse", "epsilon"):
+        for metric in (
+            "accuracy.rmse",
+            "epsilon",
+            "accuracy.mre_vs_nonprivate_sketch",
+            "accuracy.noise_sd_per_cell",
+        ):
             p = _series_plot(summary, x, metric, out / f"{metric.replace('.', '_')}_vs_{stem}.png")
             drawn += [p] if p else []
     return drawn

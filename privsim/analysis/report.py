@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_bcd_report", "format_blr_report", "format_report"]
+__all__ = ["format_bcd_report", "format_blr_report", "format_race_report", "format_report"]
 
 
 def _bytes(n: float) -> str:
@@ -96,8 +96,40 @@ def format_bcd_report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_race_report(result: dict[str, Any]) -> str:
+    """A distributed-sketching run: the released sketch's error, privacy and cost."""
+    sc, priv, comm = result["scenario"]["race"], result["privacy"], result["communication"]
+    lines = [
+        f"privsim {result['privsim_version']} — scenario '{result['scenario_name']}', "
+        f"protocol race, seed {result['seed']}",
+        f"  {sc['owners']} data owners, sketch {sc['rows']} × {sc['width']}, data {sc['dataset']}, "
+        f"mode {sc['mode']}" + (f" ({sc['noise']} noise)" if sc["mode"] == "dca" else ""),
+    ]
+    if result["status"] == "released":
+        acc = result["accuracy"]
+        lines.append(
+            f"Accuracy    KDE mean relative error {acc['mre_vs_nonprivate_sketch']:.4g} vs the "
+            f"non-private merged sketch; noise sd per cell {acc['noise_sd_per_cell']:.4g}; "
+            f"{acc['included']} of {sc['owners']} owners included"
+        )
+    else:
+        lines.append("Result      aborted (more owners missing than tolerated)")
+    met = "met" if priv["guarantee_met"] else "NOT met"
+    lines.append(
+        f"Privacy     achieved ε = {_eps(priv['achieved_epsilon'])} (target {priv['target_epsilon']:g}, "
+        f"δ = {priv['delta']:g}): {met}"
+    )
+    lines.append(
+        f"Traffic     {comm['messages']} messages, {_bytes(comm['bytes'])}, "
+        f"{_bytes(comm['bytes_per_owner'] or 0)} per owner, {comm['rounds']} rounds"
+    )
+    return "\n".join(lines)
+
+
 def format_report(result: dict[str, Any]) -> str:
     """A compact multi-line summary of :meth:`privsim.runner.RunResult.to_dict`."""
+    if result.get("protocol") == "race":
+        return format_race_report(result)
     if result.get("protocol") == "blr":
         return format_blr_report(result)
     if result.get("protocol") == "bcd":

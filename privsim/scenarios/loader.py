@@ -258,7 +258,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
     """The scenario as plain data (lists, dicts, numbers, strings), TOML- and JSON-ready.
     The ``blr`` and ``bcd`` tables appear only for their protocol (inert otherwise)."""
     plain = _plain_fields(scenario)
-    for table in ("blr", "bcd"):  # protocol tables appear only for their protocol
+    for table in ("blr", "bcd", "race"):  # protocol tables appear only for their protocol
         if scenario.protocol != table:
             plain.pop(table, None)
     return plain

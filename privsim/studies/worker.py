@@ -65,8 +65,25 @@ def flatten_bcd_result(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def flatten_race_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A distributed-sketching run: error, privacy delivered, bytes per owner."""
+    return {
+        "status": result["status"],
+        "accuracy": result["accuracy"],
+        "epsilon": result["privacy"]["achieved_epsilon"],
+        "guarantee_met": result["privacy"]["guarantee_met"],
+        "target_epsilon": result["privacy"]["target_epsilon"],
+        "messages": result["communication"]["messages"],
+        "bytes": result["communication"]["bytes"],
+        "bytes_per_owner": result["communication"]["bytes_per_owner"],
+        "wall_seconds": result["wall_seconds"],
+    }
+
+
 def flatten_result(result: dict[str, Any]) -> dict[str, Any]:
     """The figures of a :class:`~privsim.runner.RunResult` that a study tabulates."""
+    if result.get("protocol") == "race":
+        return flatten_race_result(result)
     if result.get("protocol") == "blr":
         return flatten_blr_result(result)
     if result.get("protocol") == "bcd":

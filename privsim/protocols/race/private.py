@@ -36,10 +36,13 @@ def release(
     *,
     rounding: Literal["floor", "round", "none"] = "floor",
     neighbour: str = "add_remove",
+    copies: int = 1,
 ) -> tuple[RaceSketch, dp_accounting.DpEvent]:
     """Algorithm 1's release: a new sketch with Laplace(Δ₁/ε) noise on every cell,
-    floored (the paper), rounded or left real; and the DP event for the ledger."""
-    scale = laplace_scale(sketch.rows, epsilon, neighbour)
+    floored (the paper), rounded or left real; and the DP event for the ledger.
+    ``copies``: entries each individual adds (regression adds z and −z: 2), which
+    multiplies the sensitivity."""
+    scale = copies * laplace_scale(sketch.rows, epsilon, neighbour)
     noisy = sketch.counts + rng.laplace(0.0, scale, size=sketch.counts.shape)
     if rounding == "floor":
         noisy = np.floor(noisy)
