@@ -406,6 +406,13 @@ class Scenario:
             raise FieldError(
                 "seed", f"must be >= 0, got {self.seed}", "give a non-negative integer seed"
             )
+        if self.protocol == "race" and self.population.clients != self.race.owners:
+            raise FieldError(
+                "population.clients",
+                f"protocol 'race' has {self.race.owners} data owners (race.owners) but "
+                f"population.clients = {self.population.clients}",
+                f"set population.clients = {self.race.owners}: the owners are DCA's clients",
+            )
         n, t = self.population.clients, self.dca.tolerated
         if n <= t + 1:
             raise FieldError(

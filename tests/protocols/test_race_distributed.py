@@ -95,3 +95,18 @@ def test_gaussian_dca_is_accounted_against_the_realised_coalition():
         _scenario("dca", 8, race={"noise": "gaussian"}, threat={"colluding_clients": 3}), 4
     ).to_dict()
     assert colluding["privacy"]["guarantee_met"] is False
+
+
+def test_owners_and_population_must_agree():
+    from privsim.scenarios.loader import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"population\.clients.*race\.owners"):
+        scenario_from_dict(
+            {
+                "name": "bad",
+                "protocol": "race",
+                "population": {"clients": 3},
+                "privacy": {"epsilon": 1.0, "delta": 1e-5},
+                "race": {"owners": 5},
+            }
+        )
