@@ -97,19 +97,21 @@ def marginal_std(sum_of_squares: F64, n: int, floor: float) -> F64:
 def repair_precision(matrix: F64) -> F64:
     """Make a noisy symmetric Σ x xᵀ positive semi-definite by taking the absolute value of
     its eigenvalues (as the authors' code does): the eigenvectors are kept, negative
-    curvature introduced by the noise is mirrored."""
-    sym = 0.5 * (matrix + matrix.T)
+    curvature introduced by the noise is mirrored. Works on a stack (..., d, d)."""
+    sym = 0.5 * (matrix + np.swapaxes(matrix, -1, -2))
     w, v = np.linalg.eigh(sym)
-    return (v * np.abs(w)) @ v.T
+    return np.asarray((v * np.abs(w)[..., None, :]) @ np.swapaxes(v, -1, -2), dtype=np.float64)
 
 
 def posterior(
     xx: F64, xy: F64, *, prior_precision: float = 1.0, noise_precision: float = 1.0
 ) -> tuple[F64, F64]:
-    """Posterior N(μ, Λ⁻¹) of β: Λ = λ₀ I + λ Σ x xᵀ, μ = λ Λ⁻¹ Σ x y."""
-    d = xy.size
+    """Posterior N(μ, Λ⁻¹) of β: Λ = λ₀ I + λ Σ x xᵀ, μ = λ Λ⁻¹ Σ x y. Works on stacks:
+    xx (..., d, d) with xy (..., d)."""
+    d = xy.shape[-1]
     precision = prior_precision * np.eye(d) + noise_precision * xx
-    mean = np.asarray(noise_precision * np.linalg.solve(precision, xy), dtype=np.float64)
+    solved = np.linalg.solve(precision, xy[..., None])[..., 0]
+    mean = np.asarray(noise_precision * solved, dtype=np.float64)
     return mean, precision
 
 

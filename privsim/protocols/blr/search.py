@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.blr.maths import statistics_sensitivity
+from privsim.protocols.blr.maths import posterior, repair_precision, statistics_sensitivity
 
 __all__ = ["ThresholdChoice", "ThresholdGrid", "search_thresholds"]
 
@@ -54,18 +54,6 @@ class ThresholdChoice:
     feature: float
     target: float
     errors: F64  # (points, points): rows p_x, columns p_y
-
-
-def _posterior_means(gram: F64, xy: F64, prior_precision: float, noise_precision: float) -> F64:
-    """Batched posterior means after the absolute-eigenvalue repair: gram (..., d, d),
-    xy (..., d) -> (..., d)."""
-    w, v = np.linalg.eigh(gram)
-    repaired = (v * np.abs(w)[..., None, :]) @ np.swapaxes(v, -1, -2)
-    d = gram.shape[-1]
-    precision = prior_precision * np.eye(d) + noise_precision * repaired
-    return np.asarray(
-        noise_precision * np.linalg.solve(precision, xy[..., None])[..., 0], dtype=np.float64
-    )
 
 
 def search_thresholds(
@@ -113,7 +101,12 @@ def search_thresholds(
         sym = sym + np.triu(sym, 1).T
         noisy_gram = gram[:, None] + scale[..., None, None] * sym
         noisy_xy = xy + scale[..., None] * noise[k_xx:]
-        means = _posterior_means(noisy_gram, noisy_xy, prior_precision, noise_precision)
+        means, _ = posterior(
+            repair_precision(noisy_gram),
+            noisy_xy,
+            prior_precision=prior_precision,
+            noise_precision=noise_precision,
+        )
         squared = np.sum((means - beta) ** 2, axis=-1) + 1.0 / noise_precision
         errors += np.sqrt(2.0 / np.pi) * np.sqrt(squared)
     errors /= grid.repeats

@@ -13,7 +13,7 @@ A family draws R independent functions at once; hashing n points by all of them 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,13 @@ class L2Hash(LshFamily):
     projections: F64  # d × R
     offsets: F64  # R
     width: float
+    #: w/r and b/r in single precision, computed once for the bucket hot path.
+    _scaled: npt.NDArray[np.float32] = field(init=False, repr=False, compare=False)
+    _scaled_offsets: npt.NDArray[np.float32] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_scaled", (self.projections / self.width).astype(np.float32))
+        object.__setattr__(self, "_scaled_offsets", (self.offsets / self.width).astype(np.float32))
 
     @classmethod
     def draw(cls, rows: int, dimension: int, width: float, rng: np.random.Generator) -> L2Hash:
@@ -88,14 +95,6 @@ class L2Hash(LshFamily):
         # float32 rounding can land exactly on W: wrap it
         z[z >= width] -= width
         return z.astype(np.int64)
-
-    @property
-    def _scaled(self) -> npt.NDArray[np.float32]:
-        return (self.projections / self.width).astype(np.float32)
-
-    @property
-    def _scaled_offsets(self) -> npt.NDArray[np.float32]:
-        return (self.offsets / self.width).astype(np.float32)
 
     def kernel(self, x: npt.ArrayLike, q: npt.ArrayLike) -> F64:
         xa = np.atleast_2d(np.asarray(x, dtype=np.float64))
