@@ -56,7 +56,7 @@ def main() -> None:
     print("| per replication | mean wall seconds |")
     print("|---|---:|")
     n = max(len(rows), 1)
-    print(f"| whole replication | {sum(r['wall_seconds'] for r in rows) / n:.3f} |")
+    print(f"| whole replication | {sum(r['timing']['wall_seconds'] for r in rows) / n:.3f} |")
     errors = sum(1 for r in rows if r["status"] == "error")
     print(f"\n{summary.total} rows, {errors} errors, {summary.ran} run now")
     tmp.cleanup()

@@ -74,7 +74,7 @@ def _run_cell(name: str, encryption: str) -> dict:
     spec = CELLS[name]
     if spec["kind"] == "engine":
         return _engine_cell(spec["messages"], encryption)
-    from privsim.runner import simulate
+    from privsim.protocols.dca.run import simulate
     from privsim.scenarios import builtin_scenario_path, load_scenario
 
     sc = load_scenario(builtin_scenario_path("quickstart"))

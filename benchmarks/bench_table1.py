@@ -69,7 +69,7 @@ def scenario(n: int, d: int, encryption: str, delivery: str = "auto"):
 
 
 def child(n: int, d: int, encryption: str, delivery: str) -> None:
-    from privsim.runner import simulate
+    from privsim.protocols.dca.run import simulate
 
     simulate(scenario(20, 4, encryption, delivery))  # warm-up: lazy imports, first-call costs
     sc = scenario(n, d, encryption, delivery)

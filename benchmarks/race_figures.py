@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 
-from privsim.analysis.calibration import exact_sigma
 from privsim.data.registry import load_dataset
 from privsim.protocols.blr.maths import client_statistics, statistics_sensitivity
 from privsim.protocols.blr.regression import fit
@@ -36,6 +35,7 @@ from privsim.protocols.race.baselines import BernsteinRelease, FourierRelease
 from privsim.protocols.race.lsh import L2Hash
 from privsim.protocols.race.private import release
 from privsim.protocols.race.sketch import RaceSketch
+from privsim.sim.calibration import exact_sigma
 
 EPSILONS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: RACE rows searched for the KDE figure (all inside [1, Nε/√2] for N = 243k, ε ≥ 0.01).
@@ -59,9 +59,7 @@ def kde(reps: int) -> dict[str, list[list[float]]]:
         rng = np.random.default_rng(rep)
         idx = rng.permutation(skin.shape[0])
         test, train = skin[idx[:2000]], skin[idx[2000:]]
-        sketches = {
-            r: RaceSketch(L2Hash.draw(r, 3, 5.0, rng), 1000).add(train) for r in R_GRID
-        }
+        sketches = {r: RaceSketch(L2Hash.draw(r, 3, 5.0, rng), 1000).add(train) for r in R_GRID}
         fam = sketches[R_GRID[0]].family  # the kernel depends on the bandwidth only
         truth = np.zeros(test.shape[0])
         for lo in range(0, train.shape[0], 20_000):

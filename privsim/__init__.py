@@ -1,13 +1,48 @@
 """privsim: discrete-event simulation of privacy-preserving distributed learning.
 
-A run is a pure function of ``(scenario, seed)``: see :func:`privsim.runner.run`.
+A run is a pure function of ``(scenario, seed)``::
+
+    import privsim
+
+    scenario = privsim.builtin_scenario("quickstart").replace({"dca.tolerated": 100})
+    result = privsim.run(scenario, seed=1)
+    print(result.privacy.achieved_epsilon, result.accuracy["rmse"])
+
+Studies: ``privsim.sweep("study.toml", "out/")`` then ``privsim.load_results("out/")``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
-try:
-    __version__ = version("privsim")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+from privsim.version import __version__
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    "builtin_scenario",
+    "load_results",
+    "load_scenario",
+    "load_study",
+    "protocols",
+    "replace",
+    "run",
+    "sweep",
+]
+
+_API = {
+    "builtin_scenario",
+    "load_results",
+    "load_scenario",
+    "load_study",
+    "protocols",
+    "replace",
+    "run",
+    "sweep",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The entry points load on first use, so `import privsim` stays light.
+    if name in _API:
+        from privsim import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'privsim' has no attribute {name!r}")

@@ -3,28 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import warnings
 from pathlib import Path
 
-from privsim import __version__
+from privsim.version import __version__
 
 __all__ = ["main"]
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from privsim.analysis.report import format_report
+    from privsim.api import run
     from privsim.results import write_json_atomic
-    from privsim.runner import run
     from privsim.scenarios import builtin_scenario_path, load_scenario
 
     path = Path(args.scenario) if args.scenario else builtin_scenario_path("quickstart")
     scenario = load_scenario(path)
     if args.encryption:
-        scenario = dataclasses.replace(
-            scenario, network=dataclasses.replace(scenario.network, encryption=args.encryption)
-        )
+        scenario = scenario.replace({"network.encryption": args.encryption})
     seed = scenario.seed if args.seed is None else args.seed
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -44,6 +41,14 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
         print("\n".join(builtin_scenarios()))
         return 0
     sys.stdout.write(builtin_scenario_path(args.name).read_text(encoding="utf-8"))
+    return 0
+
+
+def _cmd_protocols(args: argparse.Namespace) -> int:
+    from privsim.api import protocols
+
+    for name, summary in protocols().items():
+        print(f"{name:<20} {summary}")
     return 0
 
 
@@ -81,7 +86,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     from privsim.studies.store import ResultStore
     from privsim.studies.sweep import load_study_dir
-    from privsim.studies.worker import ROW_TIMING_FIELDS, run_task
+    from privsim.studies.worker import run_task, without_timing
 
     study = load_study_dir(args.out)
     task = next((t for t in study.tasks() if t.row_id == args.row_id), None)
@@ -92,8 +97,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     with ResultStore(args.out) as store:
         stored = store.row(args.row_id)
     if stored is not None:
-        strip = lambda r: {k: v for k, v in r.items() if k not in ROW_TIMING_FIELDS}  # noqa: E731
-        same = json.loads(json.dumps(strip(row), sort_keys=True)) == strip(stored)
+        same = json.loads(json.dumps(without_timing(row), sort_keys=True)) == without_timing(stored)
         print(f"replay {'matches' if same else 'DIFFERS FROM'} the stored row (timings aside)")
         return 0 if same else 1
     return 0
@@ -134,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp_p.add_argument("row_id", help="row id (the 'row_id' column)")
     rp_p.add_argument("--out", default="results", help="results directory holding the row")
     rp_p.set_defaults(func=_cmd_replay)
+    pr_p = sub.add_parser("protocols", help="list the registered protocols (built-in and plug-ins)")
+    pr_p.set_defaults(func=_cmd_protocols)
     val_p = sub.add_parser("validate", help="check a scenario file and report the first error")
     val_p.add_argument("scenario")
     val_p.set_defaults(func=_cmd_validate)
@@ -141,8 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from privsim.analysis.ledger import BudgetExceededError
     from privsim.scenarios import ScenarioError
+    from privsim.sim.ledger import BudgetExceededError
     from privsim.studies.executors import SchedulerError
 
     parser = build_parser()

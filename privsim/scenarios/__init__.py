@@ -1,7 +1,8 @@
 """Declarative scenarios: frozen dataclasses validated on construction, read from TOML."""
 
+from privsim.scenarios.errors import FieldError, ScenarioError
 from privsim.scenarios.loader import (
-    ScenarioError,
+    builtin_scenario,
     builtin_scenario_path,
     builtin_scenarios,
     load_scenario,
@@ -12,8 +13,10 @@ from privsim.scenarios.loader import (
 from privsim.scenarios.schema import Scenario
 
 __all__ = [
+    "FieldError",
     "Scenario",
     "ScenarioError",
+    "builtin_scenario",
     "builtin_scenario_path",
     "builtin_scenarios",
     "load_scenario",

@@ -1,51 +1,38 @@
-"""The scenario schema: one frozen dataclass per TOML table, validated on construction.
+"""The scenario schema: the common tables every protocol shares, and the protocol's own.
 
-Engine objects (latency models, :class:`~privsim.sim.network.LinkSpec`,
+A :class:`Scenario` is immutable data validated on construction. Its common tables
+(population, privacy, network, faults, threat) are fields; every other table belongs to a
+protocol, which declares it in the protocol registry (:mod:`privsim.registry`), and is
+reached by name: ``scenario.dca``, ``scenario.blr`` or ``scenario.table("race")``. Engine
+objects (latency models, :class:`~privsim.sim.network.LinkSpec`,
 :class:`~privsim.sim.network.LinkOverride`, :class:`~privsim.sim.faults.FaultSpec`) are
 used directly, so a scenario and the engine cannot drift apart.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
+from privsim import registry
+from privsim.scenarios.convert import from_plain, plain_fields, set_fields, to_plain
+from privsim.scenarios.errors import FieldError, ScenarioError, require_positive
 from privsim.sim.faults import FaultSpec
 from privsim.sim.latency import LogNormalLatency
 from privsim.sim.network import LinkOverride, LinkSpec
 
 __all__ = [
-    "BLR_METHODS",
-    "BcdConfig",
-    "BlrConfig",
-    "DataConfig",
-    "DcaConfig",
     "FieldError",
     "NetworkConfig",
     "PopulationConfig",
     "PrivacyConfig",
-    "RaceConfig",
     "Scenario",
     "ThreatConfig",
 ]
 
-
-class FieldError(ValueError):
-    """A field's value is invalid; ``field`` is its dotted path within the scenario."""
-
-    def __init__(self, field: str, problem: str, fix: str) -> None:
-        super().__init__(f"{field}: {problem}. Fix: {fix}")
-        self.field = field
-        self.problem = problem
-        self.fix = fix
-
-
-def _positive(path: str, value: float, unit: str = "") -> None:
-    if not (value > 0 and math.isfinite(value)):
-        raise FieldError(
-            path, f"must be a finite number > 0{unit}, got {value!r}", "give a positive value"
-        )
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,31 +52,6 @@ class PopulationConfig:
                 "population.compute_nodes",
                 f"must be >= 1, got {self.compute_nodes}",
                 "set compute_nodes >= 2",
-            )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DataConfig:
-    """Each client's d-dimensional vector z_i. ``synthetic``: coordinates mean + scale·u
-    with u standard normal (``distribution = "gaussian"``) or uniform with unit variance
-    (``"uniform"``, cheaper at scale), then clipped by the client to L2 norm ``clip_norm``."""
-
-    source: Literal["synthetic"] = "synthetic"
-    distribution: Literal["gaussian", "uniform"] = "gaussian"
-    dimension: int = 10
-    clip_norm: float = 1.0
-    mean: float = 0.0
-    scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.dimension < 1:
-            raise FieldError(
-                "data.dimension", f"must be >= 1, got {self.dimension}", "set dimension >= 1"
-            )
-        _positive("data.clip_norm", self.clip_norm)
-        if not self.scale >= 0:
-            raise FieldError(
-                "data.scale", f"must be >= 0, got {self.scale}", "give a non-negative scale"
             )
 
 
@@ -140,7 +102,7 @@ class ThreatConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrivacyConfig:
-    """Budget and calibration of the Gaussian mechanism (see :mod:`privsim.analysis.calibration`)."""
+    """Budget and calibration of the Gaussian mechanism (see :mod:`privsim.sim.calibration`)."""
 
     epsilon: float
     delta: float
@@ -149,7 +111,7 @@ class PrivacyConfig:
     on_overspend: Literal["refuse", "warn"] = "refuse"
 
     def __post_init__(self) -> None:
-        _positive("privacy.epsilon", self.epsilon)
+        require_positive("privacy.epsilon", self.epsilon)
         if not 0 < self.delta < 1:
             raise FieldError(
                 "privacy.delta", f"must be in (0, 1), got {self.delta}", "use e.g. delta = 1e-5"
@@ -157,276 +119,46 @@ class PrivacyConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DcaConfig:
-    """DCA parameters: ``tolerated`` is T of Theorem 1 (dropped-or-colluding clients the
-    noise is scaled for); timeouts in simulated seconds; ``on_excess_dropout`` says
-    what to do when more than T clients are missing. ``delivery`` chooses how client
-    shares travel: ``per_message`` (one event per share), ``batched`` (one event per
-    node, identical results, for large N) or ``auto`` (batched from 100 clients)."""
-
-    tolerated: int = 0
-    fraction_bits: int = 32
-    share_timeout: float = 1.0
-    agreement_timeout: float = 0.5
-    sum_timeout: float = 0.5
-    on_excess_dropout: Literal["abort", "release"] = "abort"
-    delivery: Literal["auto", "per_message", "batched"] = "auto"
-
-    def __post_init__(self) -> None:
-        if self.tolerated < 0:
-            raise FieldError("dca.tolerated", f"must be >= 0, got {self.tolerated}", "give T >= 0")
-        if not 1 <= self.fraction_bits <= 52:
-            raise FieldError(
-                "dca.fraction_bits",
-                f"must be in [1, 52], got {self.fraction_bits}",
-                "use e.g. fraction_bits = 32",
-            )
-        for name in ("share_timeout", "agreement_timeout", "sum_timeout"):
-            _positive(f"dca.{name}", getattr(self, name), " seconds")
-
-
-#: Every BLR method, in the order they are reported.
-BLR_METHODS = ("NP", "proj_NP", "TA", "proj_TA", "DDP", "proj_DDP", "input_perturbation")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BlrConfig:
-    """DP Bayesian linear regression (protocol ``"blr"``, Heikkilä et al. 2017 §3.2–4).
-
-    Each of ``population.clients`` training records is one client; ``test`` records are
-    held out. ``dataset``: a registered data set (read from ``$PRIVSIM_DATA_DIR``),
-    ``"csv"`` (``csv_path`` with ``features`` and ``target`` columns) or ``"synthetic"``
-    (``synthetic_dimension`` features drawn from the model, no download). Every column
-    is centred and scaled to a range of ``range_length``; clients clip to
-    ±``assumed_bound``. ``std_share`` of the budget estimates the marginal stds for the
-    projected methods; thresholds are searched on a ``grid_points``² grid over
-    [``grid_low``, ``grid_high``] with ``grid_repeats`` auxiliary data sets.
-    """
-
-    dataset: str = "synthetic"
-    csv_path: str = ""
-    features: tuple[str, ...] = ()
-    target: str = ""
-    synthetic_dimension: int = 10
-    synthetic_records: int = 4000
-    test: int = 500
-    methods: tuple[str, ...] = BLR_METHODS
-    std_share: float = 0.3
-    range_length: float = 10.0
-    assumed_bound: float = 7.5
-    prior_precision: float = 1.0
-    noise_precision: float = 1.0
-    variance_floor: float = 0.5
-    grid_low: float = 0.1
-    grid_high: float = 2.1
-    grid_points: int = 20
-    grid_repeats: int = 20
-    bounds_timeout: float = 1.0
-
-    def __post_init__(self) -> None:
-        unknown = [m for m in self.methods if m not in BLR_METHODS]
-        if unknown or not self.methods:
-            raise FieldError(
-                "blr.methods",
-                f"unknown method(s) {unknown}" if unknown else "no method given",
-                f"choose from {list(BLR_METHODS)}",
-            )
-        if self.dataset == "csv" and not (self.csv_path and self.features and self.target):
-            raise FieldError(
-                "blr.csv_path",
-                "dataset = 'csv' needs csv_path, features and target",
-                'add csv_path = "data.csv", features = ["a", "b"], target = "y"',
-            )
-        if not 0 < self.std_share < 1:
-            raise FieldError(
-                "blr.std_share",
-                f"must be in (0, 1), got {self.std_share}",
-                "give the share of the budget for the marginal stds, e.g. 0.3",
-            )
-        for name in (
-            "range_length",
-            "assumed_bound",
-            "prior_precision",
-            "noise_precision",
-            "variance_floor",
-            "grid_low",
-            "bounds_timeout",
-        ):
-            _positive(f"blr.{name}", getattr(self, name))
-        if not self.grid_high > self.grid_low:
-            raise FieldError(
-                "blr.grid_high",
-                f"must exceed grid_low = {self.grid_low}, got {self.grid_high}",
-                "give an interval, e.g. grid_low = 0.1, grid_high = 2.1",
-            )
-        for name in ("grid_points", "grid_repeats", "test", "synthetic_dimension"):
-            if getattr(self, name) < 1:
-                raise FieldError(
-                    f"blr.{name}", f"must be >= 1, got {getattr(self, name)}", "give 1 or more"
-                )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BcdConfig:
-    """(DP) block coordinate descent on vertically partitioned data (protocol ``"bcd"``,
-    de Jong et al. 2022). ``parties`` hold disjoint column blocks of the same records;
-    party 0 holds the label. ``dataset``: ``"synthetic"`` (``records`` × ``predictors``
-    standard normal, equicorrelated with ``correlation``; β ~ N(``beta_mean``,
-    ``beta_sd``²); noise set for the population ``r_squared``), ``"forestfires"``,
-    ``"garments"`` (registry, paper's preprocessing) or ``"csv"``. ``blocks`` names each
-    party's columns for named data (default: the paper's split, or an even split).
-    ``method``: ``"dp-bcd"`` (Algorithm 2) or ``"bcd"`` (Algorithm 1). ``stopping``:
-    ``"iterations"`` (exactly ``iterations`` passes) or ``"convergence"`` (stop when a pass
-    lowers ‖v‖² by at most ``convergence_bound``, at most ``iterations`` passes).
-    ``step_budget``: ``"split"`` gives each step ε/(kT), as Algorithm 2 (the steps
-    compose to ε); ``"whole"`` gives every step the whole ε (composing to kT·ε, which the
-    ledger reports) — what the paper's synthetic numbers are consistent with.
-    ``length_scale``: ``"proof"`` draws the perturbation's length with standard deviation
-    ξ/√ε_step, the scale the privacy proof needs; ``"prose"`` uses the paper's prose,
-    ξ/ε_step, which is *not* ε-DP (kept to test readings of the paper; the result says
-    so). ``abort_rule = false`` publishes even when ‖v_out‖ > ξ, which voids the proof."""
-
-    method: Literal["dp-bcd", "bcd"] = "dp-bcd"
-    dataset: str = "synthetic"
-    csv_path: str = ""
-    features: tuple[str, ...] = ()
-    target: str = ""
-    blocks: tuple[tuple[str, ...], ...] = ()
-    parties: int = 2
-    records: int = 1000
-    predictors: int = 9
-    correlation: float = 0.3
-    r_squared: float = 0.3
-    beta_mean: float = 2.0
-    beta_sd: float = 1.5
-    iterations: int = 5
-    gamma: float = 1.2
-    step_budget: Literal["split", "whole"] = "split"
-    length_scale: Literal["proof", "prose"] = "proof"
-    abort_rule: bool = True
-    stopping: Literal["iterations", "convergence"] = "iterations"
-    convergence_bound: float = 0.0
-    step_timeout: float = 10.0
-
-    def __post_init__(self) -> None:
-        if self.parties < 2:
-            raise FieldError("bcd.parties", f"must be >= 2, got {self.parties}", "give 2 or more")
-        if self.iterations < 1:
-            raise FieldError(
-                "bcd.iterations", f"must be >= 1, got {self.iterations}", "give T >= 1"
-            )
-        if not self.gamma > 1:
-            raise FieldError(
-                "bcd.gamma",
-                f"must be > 1, got {self.gamma}",
-                "give the allowed loss factor, e.g. 1.2",
-            )
-        if not 0 <= self.correlation < 1:
-            raise FieldError(
-                "bcd.correlation", f"must be in [0, 1), got {self.correlation}", "e.g. 0.3"
-            )
-        if not 0 < self.r_squared < 1:
-            raise FieldError(
-                "bcd.r_squared", f"must be in (0, 1), got {self.r_squared}", "e.g. 0.3"
-            )
-        if self.predictors < self.parties:
-            raise FieldError(
-                "bcd.predictors",
-                f"{self.predictors} predictors cannot be split over {self.parties} parties",
-                "give at least one predictor per party",
-            )
-        if self.blocks and len(self.blocks) != self.parties:
-            raise FieldError(
-                "bcd.blocks",
-                f"{len(self.blocks)} blocks for {self.parties} parties",
-                "give one list of columns per party",
-            )
-        if self.dataset == "csv" and not (self.csv_path and self.features and self.target):
-            raise FieldError(
-                "bcd.csv_path",
-                "dataset = 'csv' needs csv_path, features and target",
-                'add csv_path = "data.csv", features = ["a", "b"], target = "y"',
-            )
-        _positive("bcd.step_timeout", self.step_timeout)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RaceConfig:
-    """Distributed private RACE sketching (protocol ``"race"``, Coleman & Shrivastava
-    2021): ``owners`` (K) data owners each sketch a shard of ``dataset`` (``"skin"`` from
-    the registry, or ``"synthetic"``: ``synthetic_records`` points in [0, 255]³) with
-    ``rows`` × ``width`` counts under shared L2 LSH functions of ``bandwidth``; the merged
-    sketch is released by ``mode`` ``"local"`` (each owner adds Laplace), ``"dca"``
-    (secure sum with distributed ``noise``: ``"laplace"`` as Gamma differences, pure ε, or
-    ``"gaussian"``, (ε, δ)) or ``"curator"`` (a trusted curator adds Laplace). Accuracy:
-    mean relative error of the normalised query on ``queries`` held-out points."""
-
-    mode: Literal["local", "dca", "curator"] = "dca"
-    noise: Literal["laplace", "gaussian"] = "laplace"
-    dataset: Literal["skin", "synthetic"] = "synthetic"
-    synthetic_records: int = 50_000
-    owners: int = 10
-    rows: int = 80
-    width: int = 1000
-    bandwidth: float = 5.0
-    queries: int = 500
-    timeout: float = 2.0
-
-    def __post_init__(self) -> None:
-        for name in ("owners", "rows", "width", "queries", "synthetic_records"):
-            if getattr(self, name) < 1:
-                raise FieldError(
-                    f"race.{name}", f"must be >= 1, got {getattr(self, name)}", "give 1 or more"
-                )
-        _positive("race.bandwidth", self.bandwidth)
-        _positive("race.timeout", self.timeout)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Scenario:
-    """A complete, validated scenario. Variants: ``dataclasses.replace`` or a sweep grid."""
+    """A complete, validated scenario: the common tables, the protocol's name and every
+    registered protocol table in ``tables`` (defaults where none was given; a table that
+    another protocol owns is inert). Variants: :meth:`replace` or a sweep grid."""
 
     name: str
     population: PopulationConfig
     privacy: PrivacyConfig
     seed: int = 0
-    protocol: Literal["dca", "trusted_aggregator", "blr", "bcd", "race"] = "dca"
+    protocol: str = "dca"
     baseline: bool = True
-    data: DataConfig = field(default_factory=DataConfig)
     network: NetworkConfig = field(default_factory=NetworkConfig)
     faults: FaultSpec = field(default_factory=FaultSpec)
     threat: ThreatConfig = field(default_factory=ThreatConfig)
-    dca: DcaConfig = field(default_factory=DcaConfig)
-    blr: BlrConfig = field(default_factory=BlrConfig)
-    bcd: BcdConfig = field(default_factory=BcdConfig)
-    race: RaceConfig = field(default_factory=RaceConfig)
+    #: Protocol tables as (name, config) pairs sorted by name; a mapping is accepted.
+    tables: Any = ()
 
     def __post_init__(self) -> None:
         if self.seed < 0:
             raise FieldError(
                 "seed", f"must be >= 0, got {self.seed}", "give a non-negative integer seed"
             )
-        if self.protocol == "race" and self.population.clients != self.race.owners:
+        spec = registry.get(self.protocol)  # a FieldError naming 'protocol' if unknown
+        known = registry.tables()
+        given = dict(self.tables)
+        unknown = sorted(set(given) - set(known))
+        if unknown:
             raise FieldError(
-                "population.clients",
-                f"protocol 'race' has {self.race.owners} data owners (race.owners) but "
-                f"population.clients = {self.population.clients}",
-                f"set population.clients = {self.race.owners}: the owners are DCA's clients",
+                unknown[0], "unknown table", f"remove it, or use one of {sorted(known)}"
             )
-        n, t = self.population.clients, self.dca.tolerated
-        if n <= t + 1:
-            raise FieldError(
-                "dca.tolerated",
-                f"N = {n} clients with T = {t} leaves N - T - 1 = {n - t - 1} honest clients to carry the "
-                "noise (Theorem 1 needs N > T + 1)",
-                f"lower dca.tolerated below {n - 1} or raise population.clients above {t + 1}",
-            )
-        if self.protocol in ("dca", "blr") and self.population.compute_nodes < 2:
-            raise FieldError(
-                "population.compute_nodes",
-                "DCA needs at least 2 compute nodes (one node would see every input)",
-                "set compute_nodes = 2 or more",
-            )
+        filled = {name: given.get(name) or cls() for name, cls in sorted(known.items())}
+        for name, value in filled.items():
+            if not isinstance(value, known[name]):
+                raise FieldError(
+                    name,
+                    f"expected a {known[name].__name__}, got {type(value).__name__}",
+                    f"give a [{name}] table",
+                )
+        object.__setattr__(self, "tables", tuple(filled.items()))
+        n = self.population.clients
         colluders = self.threat.colluding_clients
         if isinstance(colluders, int) and colluders > n:
             raise FieldError(
@@ -434,3 +166,90 @@ class Scenario:
                 f"{colluders} colluding clients but only {n} clients",
                 f"use at most {n}",
             )
+        spec.check(self)
+
+    def __getattr__(self, name: str) -> Any:
+        # Protocol tables by name (scenario.dca, scenario.blr); reached only for names
+        # that are not fields.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for table, value in object.__getattribute__(self, "tables"):
+            if table == name:
+                return value
+        raise AttributeError(f"scenario has no field or table {name!r}")
+
+    def table(self, name: str, cls: type[T]) -> T:
+        """The protocol table ``name``, checked to be a ``cls``."""
+        value = dict(self.tables)[name]
+        if not isinstance(value, cls):
+            raise TypeError(f"table {name!r} is a {type(value).__name__}, not a {cls.__name__}")
+        return value
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+        """Validate plain data (as parsed from TOML): the common fields, then each
+        registered protocol table; errors name the dotted field and the fix."""
+        if not isinstance(data, Mapping):
+            raise ScenarioError("", f"expected a table, got {type(data).__name__}", "give a table")
+        known = registry.tables()
+        common = {k: v for k, v in data.items() if k not in known}
+        protocol = common.get("protocol", "dca")
+        if isinstance(protocol, str) and protocol not in registry.names():
+            raise ScenarioError(
+                "protocol",
+                f"unknown protocol {protocol!r}",
+                f"use one of {list(registry.names())}",
+            )
+        given = {}
+        for name, table in known.items():
+            if name in data:
+                given[name] = from_plain(table, data[name], name)
+        fields_ = {f.name for f in dataclasses.fields(_CommonFields)}
+        unknown = sorted(set(common) - fields_)
+        if unknown:
+            raise ScenarioError(
+                unknown[0],
+                "unknown field",
+                f"remove it, or use one of {sorted(fields_ | set(known))}",
+            )
+        base = from_plain(_CommonFields, common, "")
+        try:
+            return cls(**plain_dataclass_values(base), tables=given)
+        except FieldError as exc:
+            raise ScenarioError(exc.field, exc.problem, exc.fix) from None
+
+    def to_dict(self, *, every_table: bool = False) -> dict[str, Any]:
+        """Plain data (TOML- and JSON-ready): the common fields and the tables the
+        protocol reads (every table with ``every_table``)."""
+        out = {f.name: to_plain(getattr(self, f.name)) for f in dataclasses.fields(_CommonFields)}
+        out = {k: v for k, v in out.items() if v is not None}
+        reads = set(registry.get(self.protocol).tables)
+        for name, value in self.tables:
+            if every_table or name in reads:
+                out[name] = plain_fields(value)
+        return out
+
+    def replace(self, changes: Mapping[str, Any]) -> Scenario:
+        """A copy with dotted fields set, validated like a file, e.g.
+        ``scenario.replace({"dca.tolerated": 5, "privacy.epsilon": 2.0})``."""
+        return Scenario.from_dict(set_fields(self.to_dict(every_table=True), changes))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _CommonFields:
+    """The common part of a scenario, validated before the protocol's checks run."""
+
+    name: str
+    population: PopulationConfig
+    privacy: PrivacyConfig
+    seed: int = 0
+    protocol: str = "dca"
+    baseline: bool = True
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    faults: FaultSpec = field(default_factory=FaultSpec)
+    threat: ThreatConfig = field(default_factory=ThreatConfig)
+
+
+def plain_dataclass_values(obj: Any) -> dict[str, Any]:
+    """A dataclass's init fields as a dict of (unconverted) values."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}

@@ -1,7 +1,7 @@
 """The message trace: one immutable record per message, stored column-wise.
 
 The trace is the single source of communication figures: messages and bytes per party
-and role, rounds and durations are computed from it (:mod:`privsim.analysis.cost`),
+and role, rounds and durations are computed from it (:mod:`privsim.sim.cost`),
 never counted by hand inside protocols.
 """
 

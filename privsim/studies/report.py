@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from privsim.analysis.summary import grid_columns, metrics_of, summarise, views_of
 from privsim.studies.store import load
-from privsim.studies.summary import grid_columns, metrics_of, summarise
 
 __all__ = ["write_report"]
 
@@ -37,10 +37,7 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
     summary = summarise(frame)
     out = directory / "report"
     out.mkdir(parents=True, exist_ok=True)
-    figures = draw_study(summary, out) if not summary.empty else []
-    from privsim.analysis.figures import draw_coefficients, draw_iterations
-
-    figures += draw_coefficients(frame, out) + draw_iterations(frame, out)
+    figures = draw_study(frame, summary, out) if not summary.empty else []
     keys = grid_columns(frame)
     status = frame.groupby("status").size().to_dict() if "status" in frame else {}
     parts = [
@@ -58,34 +55,9 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
             continue
         table = rows[[*keys, "n", "median", "q25", "q75", "mean", "sd"]]
         parts += ["", f"## {label} (`{metric}`)", "", _markdown_table(table)]
-    from privsim.studies.blr_checks import figure2_checks
-
-    checks = figure2_checks(frame)
-    if checks:
-        parts += [
-            "",
-            "## Distributed against trusted aggregator, with and without projection",
-            "",
-            "Median test MAE per cell. ≈: the difference of the medians is smaller than both "
-            "interquartile ranges; (p): two-sided Mann–Whitney U p-value of the two methods' "
-            "MAEs. Projection helps: both projected medians are below the unprojected ones.",
-            "",
-            checks,
-        ]
-    from privsim.studies.bcd_checks import bcd_table
-
-    bcd = bcd_table(frame)
-    if bcd:
-        parts += [
-            "",
-            "## Block coordinate descent: aborts, R² and AAPD per cell",
-            "",
-            "Aborted: share of replications stopped by the rule ‖v_out‖ > ξ (nothing "
-            "published). R² in sample, of the published model; AAPD: mean over "
-            "coefficients of |β̂ − β*|/|β*| against the centralised solution β*.",
-            "",
-            bcd,
-        ]
+    for view in views_of(frame):
+        for title, body in view.sections(frame) if view.sections else []:
+            parts += ["", f"## {title}", "", body]
     if figures:
         parts += ["", "## Figures", ""] + [f"![{p.stem}]({p.name})" for p in figures]
     errors = frame[frame["status"] == "error"] if "status" in frame else frame.iloc[0:0]

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from privsim.kit.result import without_timing
+
 __all__ = ["DB_NAME", "ResultStore", "load"]
 
 DB_NAME = "results.sqlite"
@@ -92,7 +94,7 @@ class ResultStore:
 
 def load(directory: str | Path) -> Any:
     """A study's rows as a pandas DataFrame, one row per replication, columns flattened
-    (``grid.privacy.epsilon``, ``accuracy.rmse``, ``cost.compute.bytes_sent_mean`` …)."""
+    (``grid.privacy.epsilon``, ``accuracy.rmse``, ``privacy.achieved_epsilon`` …)."""
     import pandas as pd
 
     path = Path(directory) / DB_NAME
@@ -107,10 +109,4 @@ def load(directory: str | Path) -> Any:
 
 def rows_without_timing(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows with wall-clock fields removed (for comparing runs across executors)."""
-    out = []
-    for r in rows:
-        r = dict(r)
-        r.pop("wall_seconds", None)
-        r.pop("key_agreement_seconds", None)
-        out.append(r)
-    return out
+    return [without_timing(r) for r in rows]

@@ -26,7 +26,6 @@ completion order.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
@@ -36,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from privsim import registry
+from privsim.scenarios.convert import set_fields
 from privsim.scenarios.loader import (
     ScenarioError,
     builtin_scenario_path,
@@ -53,18 +54,7 @@ class StudyError(ValueError):
 
 def apply_fields(base: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of the scenario dict ``base`` with dotted ``fields`` set."""
-    out = copy.deepcopy(dict(base))
-    for path, value in fields.items():
-        node = out
-        *parents, leaf = path.split(".")
-        for p in parents:
-            child = node.get(p)
-            if not isinstance(child, dict):
-                child = {}
-                node[p] = child
-            node = child
-        node[leaf] = value
-    return out
+    return set_fields(base, fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +113,7 @@ class Study:
         for coords in self.cells():
             try:
                 scenario = self.scenario(coords)
-                if scenario.protocol == "blr":  # the data set must exist and be large enough
-                    from privsim.protocols.blr.experiment import check_data
-
-                    check_data(scenario)
+                registry.get(scenario.protocol).preflight(scenario)  # e.g. the data set exists
             except (ValueError, OSError) as exc:
                 if not isinstance(exc, ScenarioError):
                     raise StudyError(f"cell {coords}: {exc}") from None

@@ -1,137 +1,107 @@
-"""Running one replication and turning its result into a tidy row (any process, any host)."""
+"""Running one replication and turning its result into a tidy row (any process, any host).
+
+The common sections of every result (privacy, accuracy, parties, communication,
+coalition, methods, timing) are flattened here, once; a protocol adds its own columns
+through its registry entry's ``flatten``.
+"""
 
 from __future__ import annotations
 
 import time
 import traceback
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
-from privsim import __version__
+from privsim import registry
+from privsim.kit.result import without_timing
+from privsim.scenarios.schema import Scenario
 from privsim.studies.study import Task, apply_fields
+from privsim.version import __version__
 
-__all__ = ["ROW_TIMING_FIELDS", "flatten_result", "run_task"]
+__all__ = ["PRIVACY_COLUMNS", "flatten_result", "run_task", "without_timing"]
 
-#: Fields that measure the machine, not the simulation (excluded when comparing runs).
-ROW_TIMING_FIELDS = ("wall_seconds", "key_agreement_seconds")
+#: The privacy figures every row carries, for the run and for each method.
+PRIVACY_COLUMNS = (
+    "target_epsilon",
+    "target_delta",
+    "achieved_epsilon",
+    "delta",
+    "guarantee_met",
+    "non_private",
+)
+#: Per-role communication figures kept in rows (the result file has them all).
+ROLE_COLUMNS = (
+    "messages_sent_mean",
+    "messages_sent_max",
+    "bytes_sent_mean",
+    "bytes_sent_max",
+    "bytes_received_mean",
+    "bytes_received_max",
+)
 
 
-def flatten_blr_result(result: dict[str, Any]) -> dict[str, Any]:
-    """A BLR run's figures, one column group per method (``mae.TA``, ``epsilon.DDP``…)."""
-    methods = result["methods"]
+def _privacy(p: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: p[k] for k in PRIVACY_COLUMNS if k in p}
+
+
+def _communication(c: Mapping[str, Any] | None, *, roles: bool = True) -> dict[str, Any] | None:
+    if not c:
+        return None
+    out = {k: c[k] for k in ("messages", "bytes", "rounds", "duration") if k in c}
+    if roles and c.get("roles"):
+        out["roles"] = {
+            role: {k: rc[k] for k in ROLE_COLUMNS if k in rc} for role, rc in c["roles"].items()
+        }
+    return out
+
+
+def _parties(p: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not p:
+        return None
+    counts = {k: len(p[k]) for k in ("absent", "crashed", "excluded", "colluding") if k in p}
+    return {"total": p["total"], "included": p.get("included"), **counts}
+
+
+def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+def flatten_result(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures of a run result that a study tabulates (nested; the store flattens
+    nested dicts into dotted columns such as ``privacy.achieved_epsilon``)."""
+    abort = result.get("abort") or {}
+    coalition = result.get("coalition") or {}
     row: dict[str, Any] = {
+        "protocol": result["protocol"],
         "status": result["status"],
-        "target_epsilon": result["privacy"]["target_epsilon"],
-        "delta": result["privacy"]["delta"],
-        "mae": {m: v["mae"] for m, v in methods.items()},
-        "method_status": {m: v["status"] for m, v in methods.items()},
-        "epsilon": {m: v["epsilon"] for m, v in methods.items()},
-        "guarantee_met": {m: v["guarantee_met"] for m, v in methods.items()},
-        "included": {m: v["included"] for m, v in methods.items() if "included" in v},
-        "messages": {
-            m: v["communication"]["messages"] for m, v in methods.items() if "communication" in v
+        "abort_reason": abort.get("reason"),
+        "abort_detail": abort.get("detail"),
+        "privacy": _privacy(result["privacy"]),
+        "accuracy": result.get("accuracy"),
+        "parties": _parties(result.get("parties")),
+        "communication": _communication(result.get("communication")),
+        "coalition": {
+            "members": len(coalition.get("members", ())),
+            "exposure": dict(coalition.get("exposure") or {}),
         },
-        "bytes": {
-            m: v["communication"]["bytes"] for m, v in methods.items() if "communication" in v
-        },
-        "thresholds": result["thresholds"]
-        and {k: result["thresholds"][k] for k in ("feature", "target")},
-        "wall_seconds": result["wall_seconds"],
-    }
-    return row
-
-
-def flatten_bcd_result(result: dict[str, Any]) -> dict[str, Any]:
-    """A (DP-)BCD run's figures: R², AAPD and β of the published model, the centralised
-    reference, abort, privacy spent (locally sensitive DP) and communication."""
-    acc = result["accuracy"]
-    comm = result["communication"]
-    return {
-        "status": result["status"],
-        "abort_reason": (result["abort"] or {}).get("detail"),
-        "accuracy": acc and {k: acc[k] for k in ("r2", "aapd", "beta_abs_error", "beta")},
-        "reference": result["reference"],
-        "dataset": {"columns": result["dataset"]["columns"]},
-        "epsilon": result["privacy"]["epsilon_spent"],
-        "target_epsilon": result["privacy"]["target_epsilon"],
-        "iterations": result["iterations"],
-        "r2_by_iteration": result.get("r2_by_iteration", []),
-        "steps": result["steps"],
-        "messages": comm["messages"],
-        "bytes": comm["bytes"],
-        "rounds": comm["rounds"],
-        "duration": comm["duration"],
-        "wall_seconds": result["wall_seconds"],
-    }
-
-
-def flatten_race_result(result: dict[str, Any]) -> dict[str, Any]:
-    """A distributed-sketching run: error, privacy delivered, bytes per owner."""
-    return {
-        "status": result["status"],
-        "accuracy": result["accuracy"],
-        "epsilon": result["privacy"]["achieved_epsilon"],
-        "guarantee_met": result["privacy"]["guarantee_met"],
-        "target_epsilon": result["privacy"]["target_epsilon"],
-        "messages": result["communication"]["messages"],
-        "bytes": result["communication"]["bytes"],
-        "bytes_per_owner": result["communication"]["bytes_per_owner"],
-        "wall_seconds": result["wall_seconds"],
-    }
-
-
-def flatten_result(result: dict[str, Any]) -> dict[str, Any]:
-    """The figures of a :class:`~privsim.runner.RunResult` that a study tabulates."""
-    if result.get("protocol") == "race":
-        return flatten_race_result(result)
-    if result.get("protocol") == "blr":
-        return flatten_blr_result(result)
-    if result.get("protocol") == "bcd":
-        return flatten_bcd_result(result)
-    privacy = result["privacy"]
-    parties = result["parties"]
-    comm = result["communication"]
-    row: dict[str, Any] = {
-        "status": result["status"],
-        "abort_reason": (result["abort"] or {}).get("reason"),
-        "accuracy": result["accuracy"],
-        "epsilon": privacy["achieved_epsilon"],
-        "delta": privacy["delta"],
-        "target_epsilon": privacy["target_epsilon"],
-        "guarantee_met": privacy["guarantee_met"],
-        "parties": {
-            "clients": parties["clients"],
-            "included": parties["included"],
-            "absent": len(parties["absent"]),
-            "crashed": len(parties["crashed"]),
-            "excluded": len(parties["excluded"]),
-            "colluding": len(parties["colluding"]),
-        },
-        "messages": comm["messages"],
-        "bytes": comm["bytes"],
-        "rounds": comm["rounds"],
-        "cost": {
-            role: {
-                k: rc[k]
-                for k in (
-                    "messages_sent_mean",
-                    "messages_sent_max",
-                    "bytes_sent_mean",
-                    "bytes_sent_max",
-                    "bytes_received_mean",
-                    "bytes_received_max",
-                )
+        "methods": {
+            name: {
+                "status": m["status"],
+                "privacy": _privacy(m["privacy"]),
+                "accuracy": m.get("accuracy"),
+                "communication": _communication(m.get("communication"), roles=False),
             }
-            for role, rc in comm["roles"].items()
+            for name, m in (result.get("methods") or {}).items()
         },
-        "duration": result["duration"],
-        "wall_seconds": result["wall_seconds"],
-        "key_agreement_seconds": result["key_agreement_seconds"],
+        "timing": dict(result["timing"]),
     }
-    base = result.get("baseline")
-    if base and base.get("accuracy"):
-        row["baseline"] = {"rmse": base["accuracy"]["rmse"], "epsilon": base["achieved_epsilon"]}
-    return row
+    return _merge(row, registry.get(result["protocol"]).flatten(result))
 
 
 _BLAS_LIMITED = False
@@ -152,11 +122,7 @@ def _one_blas_thread() -> None:
 
 def run_task(base: dict[str, Any], task: Task) -> dict[str, Any]:
     """Run one replication. Never raises: a failure becomes a row with status ``error``."""
-    from privsim.runner import run
-
     _one_blas_thread()
-    from privsim.scenarios.loader import scenario_from_dict
-
     coords = dict(task.coordinates)
     row: dict[str, Any] = {
         "row_id": task.row_id,
@@ -168,10 +134,10 @@ def run_task(base: dict[str, Any], task: Task) -> dict[str, Any]:
     }
     started = time.perf_counter()
     try:
-        scenario = scenario_from_dict(apply_fields(base, coords))
+        scenario = Scenario.from_dict(apply_fields(base, coords))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = run(scenario, task.seed).to_dict()
+            result = registry.get(scenario.protocol).run(scenario, task.seed).to_dict()
         row.update(flatten_result(result))
     except Exception as exc:  # recorded, never fatal to the study
         row.update(
@@ -179,7 +145,7 @@ def run_task(base: dict[str, Any], task: Task) -> dict[str, Any]:
                 "status": "error",
                 "error": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc(limit=5),
-                "wall_seconds": time.perf_counter() - started,
+                "timing": {"wall_seconds": time.perf_counter() - started},
             }
         )
     return row

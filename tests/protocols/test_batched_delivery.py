@@ -2,12 +2,11 @@
 per-message and batched delivery gives the same released sum, the same included clients,
 and the same trace, message for message."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 
-from privsim.runner import _cost, simulate
+from privsim.kit.result import Communication
+from privsim.protocols.dca.run import simulate
 from privsim.sim.trace import Status
 from tests.conftest import make_scenario
 
@@ -66,8 +65,8 @@ def test_batched_equals_per_message(dimension, encryption):
             "network": {**HARSH["network"], "encryption": encryption},
         }
     )
-    one = simulate(dataclasses.replace(sc, dca=dataclasses.replace(sc.dca, delivery="per_message")))
-    many = simulate(dataclasses.replace(sc, dca=dataclasses.replace(sc.dca, delivery="batched")))
+    one = simulate(sc.replace({"dca.delivery": "per_message"}))
+    many = simulate(sc.replace({"dca.delivery": "batched"}))
     assert (one.delivery, many.delivery) == ("per_message", "batched")
     assert one.outcome.ok and many.outcome.ok
     np.testing.assert_array_equal(one.outcome.released, many.outcome.released)
@@ -80,14 +79,16 @@ def test_batched_equals_per_message(dimension, encryption):
     assert 0 < int(one.outcome.included.sum()) < 300 * 0.9  # deadlines cut stragglers off
     assert one.world.agents["aggregator"].finished_at == many.world.agents["aggregator"].finished_at
     # every party's busy time (behaviour end, crash, last departure) is the same
-    costs = [_cost(sim).roles for sim in (one, many)]
+    costs = [
+        Communication.of_world(sim.world, output_party="aggregator").roles for sim in (one, many)
+    ]
     assert costs[0] == costs[1]
 
 
 def test_batched_run_aborts_like_per_message_when_too_many_drop():
     sc = make_scenario(**{**HARSH, "dca": {"tolerated": 10, "share_timeout": 0.3}})
-    one = simulate(dataclasses.replace(sc, dca=dataclasses.replace(sc.dca, delivery="per_message")))
-    many = simulate(dataclasses.replace(sc, dca=dataclasses.replace(sc.dca, delivery="batched")))
+    one = simulate(sc.replace({"dca.delivery": "per_message"}))
+    many = simulate(sc.replace({"dca.delivery": "batched"}))
     assert one.outcome.abort == many.outcome.abort == "too_many_dropouts"
 
 
@@ -95,7 +96,7 @@ def test_colluding_clients_view_is_the_same_in_both_paths():
     sc = make_scenario(**{**HARSH, "threat": {"colluding_clients": 7}})
     views = []
     for delivery in ("per_message", "batched"):
-        sim = simulate(dataclasses.replace(sc, dca=dataclasses.replace(sc.dca, delivery=delivery)))
+        sim = simulate(sc.replace({"dca.delivery": delivery}))
         view = sim.world.coalition_view()
         views.append(
             (

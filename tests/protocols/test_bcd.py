@@ -1,17 +1,19 @@
 """(DP-)BCD: convergence, the perturbation's distribution, the abort rule, k > 2 parties,
-determinism, and the paper's real-data preprocessing."""
+determinism, the paper's real-data preprocessing, and the ledger's accounting of the
+steps (refused over budget, non-private readings)."""
 
 from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from privsim.protocols.bcd.behaviours import BcdPlan, _step
-from privsim.protocols.bcd.experiment import run_bcd, simulate_bcd
+from privsim.protocols.bcd.experiment import PRIVACY_NOTION, run_bcd, simulate_bcd
 from privsim.protocols.bcd.maths import (
     LocalBlock,
     centralised_solution,
@@ -21,6 +23,7 @@ from privsim.protocols.bcd.maths import (
     step_budget,
 )
 from privsim.scenarios import scenario_from_dict
+from privsim.sim.ledger import BudgetExceededError, OverspendWarning
 
 needs_data = pytest.mark.skipif(
     not os.environ.get("PRIVSIM_DATA_DIR"), reason="PRIVSIM_DATA_DIR not set"
@@ -33,7 +36,11 @@ def _scenario(**bcd):
             "name": "bcd",
             "protocol": "bcd",
             "population": {"clients": 2},
-            "privacy": {"epsilon": bcd.pop("epsilon", 1.0), "delta": 1e-5},
+            "privacy": {
+                "epsilon": bcd.pop("epsilon", 1.0),
+                "delta": 1e-5,
+                "on_overspend": bcd.pop("on_overspend", "refuse"),
+            },
             "network": {
                 "encryption": bcd.pop("encryption", "none"),
                 "link": {"latency": {"model": "constant", "value": 0.01}},
@@ -49,11 +56,14 @@ def test_bcd_converges_to_the_centralised_solution_on_well_conditioned_data():
     # correlation, so 30 passes reach the least-squares solution to ~1e-10.
     scenario = _scenario(method="bcd", iterations=30, correlation=0.1, records=2000)
     result = run_bcd(scenario, 3).to_dict()
-    central = np.array(result["reference"]["beta_central"])
+    central = np.array(result["bcd"]["reference"]["beta_central"])
     beta = np.array(result["accuracy"]["beta"])
     np.testing.assert_allclose(beta, central, rtol=1e-8, atol=1e-8)
-    assert result["accuracy"]["r2"] == pytest.approx(result["reference"]["r2_central"], abs=1e-12)
-    assert result["privacy"]["notion"] == "none (BCD)"
+    assert result["accuracy"]["r2"] == pytest.approx(
+        result["bcd"]["reference"]["r2_central"], abs=1e-12
+    )
+    assert result["privacy"]["non_private"] is True
+    assert result["privacy"]["notion"] == "none (non-private)"
 
 
 def test_perturbation_direction_is_uniform_on_the_sphere():
@@ -102,11 +112,19 @@ def test_abort_fires_exactly_when_the_output_remainder_exceeds_xi():
         seen[bool(np.linalg.norm(v_out) > xi)] += 1
     assert seen[True] > 10 and seen[False] > 10  # both sides of the rule are exercised
     # In the protocol, a step over the bound stops the run: nothing is published.
-    world, _, _ = simulate_bcd(_scenario(records=60, predictors=4, gamma=1.01, epsilon=0.2), 1)
-    outcomes = [world.agents[p].result for p in ("party-0", "party-1")]
+    sim = simulate_bcd(_scenario(records=60, predictors=4, gamma=1.01, epsilon=0.2), 1)
+    outcomes = sim.outcomes
     assert all(o.status == "aborted" for o in outcomes)
     assert any("> ξ" in o.detail for o in outcomes)
     assert not any(o.published for o in outcomes if o.status == "published")
+    # the steps taken before the abort (the aborting one included) are what the run spent
+    result = run_bcd(_scenario(records=60, predictors=4, gamma=1.01, epsilon=0.2), 1).to_dict()
+    assert result["status"] == "aborted" and result["accuracy"] is None
+    assert "> ξ" in result["abort"]["detail"]
+    steps = result["bcd"]["steps"]
+    assert 1 <= steps < 2 * 5
+    assert result["privacy"]["achieved_epsilon"] == pytest.approx(steps * step_budget(0.2, 2, 5))
+    assert result["privacy"]["events"][0]["status"] == "released"
 
 
 def test_three_and_four_parties_work_and_compose_to_the_budget():
@@ -115,22 +133,26 @@ def test_three_and_four_parties_work_and_compose_to_the_budget():
             _scenario(parties=k, predictors=8, records=3000, epsilon=20.0), 2
         ).to_dict()
         assert result["status"] == "released"
-        assert len(result["dataset"]["blocks"]) == k
-        assert result["steps"] == k * 5
-        assert result["privacy"]["epsilon_per_step"] == pytest.approx(step_budget(20.0, k, 5))
-        assert result["privacy"]["epsilon_spent"] == pytest.approx(20.0)
+        assert len(result["bcd"]["dataset"]["blocks"]) == k
+        assert result["bcd"]["steps"] == k * 5
+        details = result["privacy"]["details"]
+        assert details["epsilon_per_step"] == pytest.approx(step_budget(20.0, k, 5))
+        assert result["privacy"]["achieved_epsilon"] == pytest.approx(20.0)
+        assert result["privacy"]["delta"] == 0.0 and result["privacy"]["guarantee_met"]
+        assert sum(details["epsilon_per_party"].values()) == pytest.approx(20.0)
         # ring traffic: k·T remainders, k−1 finish notices, k(k−1) coefficient blocks
         assert result["communication"]["messages"] == k * 5 + (k - 1) + k * (k - 1)
-        assert result["accuracy"]["r2"] > 0.5 * result["reference"]["r2_central"]
+        assert result["accuracy"]["r2"] > 0.5 * result["bcd"]["reference"]["r2_central"]
 
 
 def test_same_seed_same_result_and_the_adversary_sees_the_remainders():
     a = run_bcd(_scenario(encryption="aes-gcm"), 9).to_dict()
     b = run_bcd(_scenario(encryption="aes-gcm"), 9).to_dict()
     for r in (a, b):
-        r.pop("wall_seconds")
+        r.pop("timing")
     assert a == b
-    assert a["adversary_view"] == {"members": ["party-1"], "remainders_received": 5}
+    assert a["coalition"]["members"] == ["party-1"]
+    assert a["coalition"]["exposure"] == {"remainders_received": 5}
     c = run_bcd(_scenario(), 10).to_dict()
     assert c["accuracy"] != a["accuracy"]
 
@@ -161,11 +183,13 @@ def test_the_authors_preprocessing_reproduces_their_non_private_r2():
         assert result["accuracy"]["r2"] == pytest.approx(paper, abs=1e-6)
         data = load_partitioned(scenario.bcd, np.random.default_rng(0))
         beta = np.array(
-            result["accuracy"]["beta"] if scripts_from_bcd else result["reference"]["beta_central"]
+            result["accuracy"]["beta"]
+            if scripts_from_bcd
+            else result["bcd"]["reference"]["beta_central"]
         )
         explained = np.var(data.x @ beta) / np.var(data.y)
         assert explained == pytest.approx(scripts, abs=1e-6)
-    assert [len(b) for b in result["dataset"]["blocks"]] == [11, 6]
+    assert [len(b) for b in result["bcd"]["dataset"]["blocks"]] == [11, 6]
 
 
 def test_convergence_stopping_ends_when_a_pass_hardly_lowers_the_remainder():
@@ -175,13 +199,74 @@ def test_convergence_stopping_ends_when_a_pass_hardly_lowers_the_remainder():
         method="bcd", iterations=50, stopping="convergence", convergence_bound=1e-6, correlation=0.5
     )
     result = run_bcd(scenario, 4).to_dict()
-    t = result["iterations"]
+    t = result["bcd"]["iterations"]
     assert 2 <= t < 50
-    r2 = result["r2_by_iteration"]
+    r2 = result["bcd"]["r2_by_iteration"]
     assert len(r2) == t
     # R²_t = 1 − ‖v_t‖²/SST, so ‖v_{t−1}‖² − ‖v_t‖² = SST·(R²_t − R²_{t−1}): the stopping
     # pass lowered ‖v‖² by at most B_C, the pass before by more.
-    _, data, _ = simulate_bcd(scenario, 4)
+    data = simulate_bcd(scenario, 4).data
     total = float(np.sum((data.y - data.y.mean()) ** 2))
     drops = np.diff(np.array(r2)) * total
     assert drops[-1] <= 1e-6 + 1e-9 and drops[-2] > 1e-6
+
+
+def test_a_valid_dp_run_reports_the_ledgers_locally_sensitive_epsilon():
+    result = run_bcd(_scenario(epsilon=20.0, records=2000), 5).to_dict()
+    privacy = result["privacy"]
+    assert result["status"] == "released"
+    assert privacy["notion"] == PRIVACY_NOTION and not privacy["non_private"]
+    (event,) = privacy["events"]
+    assert event["label"] == "steps" and event["trust_kind"] == "nobody"
+    assert not event["broken"]  # the colluding party-1 breaks no trust: each perturbs its own
+    assert "count=10" in event["planned"] and "count=10" in event["realised"]
+    assert privacy["achieved_epsilon"] == pytest.approx(10 * step_budget(20.0, 2, 5))
+    assert privacy["target_epsilon"] == 20.0
+
+
+def test_whole_epsilon_per_step_is_refused_by_default():
+    # k·T·ε = 10ε > ε: the planned steps are over budget before anything runs.
+    with pytest.raises(BudgetExceededError, match="steps"):
+        run_bcd(_scenario(step_budget="whole", epsilon=20.0, records=2000), 5)
+
+
+def test_whole_epsilon_per_step_warns_when_allowed_and_reports_the_spend():
+    scenario = _scenario(step_budget="whole", epsilon=20.0, records=2000, on_overspend="warn")
+    with pytest.warns(OverspendWarning, match="over the budget"):
+        result = run_bcd(scenario, 5).to_dict()
+    privacy = result["privacy"]
+    assert result["bcd"]["steps"] == 10
+    assert privacy["details"]["epsilon_per_step"] == 20.0
+    assert privacy["achieved_epsilon"] == pytest.approx(2 * 5 * 20.0)
+    assert privacy["guarantee_met"] is False and privacy["non_private"] is False
+    assert privacy["delta"] == 0.0
+
+
+def test_bcd_without_perturbation_is_a_labelled_non_private_release():
+    result = run_bcd(_scenario(method="bcd"), 3).to_dict()
+    privacy = result["privacy"]
+    assert privacy["non_private"] is True and privacy["guarantee_met"] is False
+    assert privacy["achieved_epsilon"] == "inf"
+    assert privacy["details"]["epsilon_per_step"] is None
+    assert privacy["details"]["epsilon_per_party"] == {"party-0": "inf", "party-1": "inf"}
+    (event,) = privacy["events"]
+    assert event["status"] == "non_private" and event["reason"] == "BCD without perturbation"
+
+
+@pytest.mark.parametrize(
+    ("reading", "reason"),
+    [
+        ({"length_scale": "prose"}, "length scale"),
+        ({"abort_rule": False}, "abort rule off"),
+    ],
+)
+def test_readings_that_void_the_proof_are_non_private_and_never_refused(reading, reason):
+    # even with the whole ε per step (10ε planned), a non-private reading is not refused
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = run_bcd(_scenario(step_budget="whole", **reading), 2).to_dict()
+    privacy = result["privacy"]
+    assert privacy["non_private"] is True and privacy["achieved_epsilon"] == "inf"
+    assert privacy["notion"] == "none (non-private)"
+    (event,) = privacy["events"]
+    assert event["reason"].startswith("not a valid guarantee") and reason in event["reason"]

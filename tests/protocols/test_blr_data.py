@@ -54,11 +54,11 @@ def test_a_users_csv_works_like_a_named_data_set(tmp_path):
     name, data = prepare(scenario, 1)
     assert name == "mine" and data.x_train.shape == (120, 2) and data.x_test.shape == (60, 2)
     result = run_blr(scenario, 1).to_dict()
-    assert result["dataset"]["dimension"] == 2
+    assert result["blr"]["dataset"]["dimension"] == 2
     assert all(m["status"] == "released" for m in result["methods"].values())
     # NP on this nearly linear data predicts far better than predicting 0 (the target's
     # scaled spread is ~10/6 per unit sd, so predicting 0 would give an MAE near 1.3).
-    assert result["methods"]["NP"]["mae"] < 0.5
+    assert result["methods"]["NP"]["accuracy"]["mae"] < 0.5
 
 
 def test_a_missing_data_directory_names_the_variable(monkeypatch, tmp_path):

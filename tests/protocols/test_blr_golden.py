@@ -54,7 +54,7 @@ def _summary() -> dict[str, dict[str, list[float]]]:
             result = run_blr(scenario, 1000 + rep).to_dict()
             for method, m in result["methods"].items():
                 assert m["status"] == "released", (method, m)
-                maes.setdefault(method, []).append(m["mae"])
+                maes.setdefault(method, []).append(m["accuracy"]["mae"])
         out[str(eps)] = {
             method: [
                 float(np.median(v)),

@@ -10,8 +10,15 @@ import math
 import numpy as np
 import pytest
 
-from privsim.analysis.calibration import gaussian_epsilon
+from privsim.kit.securesum import behaviours as dca
+from privsim.kit.securesum.batched import ShareRound, client_population, compute_node_batched
+from privsim.kit.securesum.inputs import ClientInputs
+from privsim.kit.securesum.outcome import SumOutcome
+from privsim.kit.securesum.round import OUTPUT_PARTY
+from privsim.kit.securesum.round import plan as _plan
+from privsim.protocols.blr import BLR
 from privsim.protocols.blr import behaviours as blr
+from privsim.protocols.blr.config import BLR_METHODS
 from privsim.protocols.blr.experiment import _run_world, _world, prepare, run_blr
 from privsim.protocols.blr.maths import marginal_std
 from privsim.protocols.blr.messages import MOMENT_KINDS, STATISTIC_KINDS, ProjectionBounds
@@ -20,14 +27,8 @@ from privsim.protocols.blr.regression import (
     projection_bounds,
     statistic_release,
 )
-from privsim.protocols.dca import behaviours as dca
-from privsim.protocols.dca.batched import ShareRound, client_population, compute_node_batched
-from privsim.protocols.dca.inputs import ClientInputs
-from privsim.protocols.outcome import SumOutcome
-from privsim.runner import OUTPUT_PARTY
-from privsim.runner import dca_plan as _plan
 from privsim.scenarios.loader import scenario_from_dict
-from privsim.scenarios.schema import BLR_METHODS
+from privsim.sim.calibration import gaussian_epsilon
 from privsim.sim.coalition import CoalitionSpec
 from privsim.sim.faults import FaultSpec
 from privsim.sim.latency import LogNormalLatency
@@ -483,29 +484,35 @@ def _without_timings(value):
 
 def test_run_blr_is_a_pure_function_of_scenario_and_seed():
     sc = _run_scenario()
-    first = _without_timings(run_blr(sc, 3).data)
-    again = _without_timings(run_blr(sc, 3).data)
+    first = _without_timings(run_blr(sc, 3).to_dict())
+    again = _without_timings(run_blr(sc, 3).to_dict())
     assert first == again
-    other = _without_timings(run_blr(sc, 4).data)
-    assert other["methods"]["DDP"]["mae"] != first["methods"]["DDP"]["mae"]
+    other = _without_timings(run_blr(sc, 4).to_dict())
+    assert other["methods"]["DDP"]["accuracy"]["mae"] != first["methods"]["DDP"]["accuracy"]["mae"]
 
 
 def test_every_method_is_released_and_exact_calibration_spends_exactly_the_budget():
     sc = _run_scenario()
-    result = run_blr(sc, 3).data
+    result = run_blr(sc, 3).to_dict()
     methods = result["methods"]
     assert tuple(methods) == sc.blr.methods == BLR_METHODS
     assert all(m["status"] == "released" for m in methods.values())
-    assert all(math.isfinite(m["mae"]) and m["mae"] > 0 for m in methods.values())
+    assert all(
+        math.isfinite(m["accuracy"]["mae"]) and m["accuracy"]["mae"] > 0 for m in methods.values()
+    )
     # Exact calibration, T = 0: every private method spends exactly (eps, delta). For DDP
     # the realised event credits the N - 1 honest included clients other than the target,
     # each with sigma / sqrt(N - T - 1) = sigma / sqrt(N - 1): together exactly sigma.
     for name in ("TA", "proj_TA", "DDP", "proj_DDP", "input_perturbation"):
-        assert methods[name]["epsilon"] == pytest.approx(1.0, rel=1e-6), name
-        assert methods[name]["guarantee_met"] is True
+        assert methods[name]["privacy"]["achieved_epsilon"] == pytest.approx(1.0, rel=1e-6), name
+        assert methods[name]["privacy"]["guarantee_met"] is True
     for name in ("NP", "proj_NP"):
-        assert methods[name]["epsilon"] == "inf" and methods[name]["guarantee_met"] is False
-    assert methods["DDP"]["included"] == methods["proj_DDP"]["included"] == 200
+        privacy = methods[name]["privacy"]
+        assert privacy["achieved_epsilon"] == "inf" and privacy["guarantee_met"] is False
+        assert privacy["non_private"] is True
+    assert (
+        methods["DDP"]["details"]["included"] == methods["proj_DDP"]["details"]["included"] == 200
+    )
     # one DCA round: N·M shares, M(M-1) received sets, M sums; proj DDP: two such rounds
     # and the bounds to N clients and M nodes
     one_round = 200 * 3 + 3 * 2 + 3
@@ -514,46 +521,52 @@ def test_every_method_is_released_and_exact_calibration_spends_exactly_the_budge
 
 
 def test_only_the_listed_methods_run():
-    result = run_blr(_run_scenario(blr={"methods": ["proj_DDP", "TA"]}), 3).data
+    result = run_blr(_run_scenario(blr={"methods": ["proj_DDP", "TA"]}), 3).to_dict()
     assert list(result["methods"]) == ["proj_DDP", "TA"]
-    assert result["thresholds"] is not None
-    plain = run_blr(_run_scenario(blr={"methods": ["TA"]}), 3).data
-    assert plain["thresholds"] is None  # no projected method: no search
+    assert result["blr"]["thresholds"] is not None
+    plain = run_blr(_run_scenario(blr={"methods": ["TA"]}), 3).to_dict()
+    assert plain["blr"]["thresholds"] is None  # no projected method: no search
 
 
 def test_classic_calibration_at_large_epsilon_is_refused():
     sc = _run_scenario(privacy={"epsilon": 31.62, "calibration": "classic"})
-    methods = run_blr(sc, 3).data["methods"]
+    methods = run_blr(sc, 3).to_dict()["methods"]
     for name in ("TA", "proj_TA", "DDP", "proj_DDP", "input_perturbation"):
         assert methods[name]["status"] == "refused", name
-        assert methods[name]["mae"] is None
-        assert "over the budget" in methods[name]["detail"]
-    # the non-private baselines do not touch the ledger
+        assert methods[name]["accuracy"] is None
+        assert methods[name]["abort"]["reason"] == "refused"
+        assert "over the budget" in methods[name]["abort"]["detail"]
+    # the non-private baselines are labelled, never refused
     assert methods["NP"]["status"] == methods["proj_NP"]["status"] == "released"
     # exact calibration at the same epsilon is fine
-    exact = run_blr(_run_scenario(privacy={"epsilon": 31.62}), 3).data["methods"]
+    exact = run_blr(_run_scenario(privacy={"epsilon": 31.62}), 3).to_dict()["methods"]
     assert exact["TA"]["status"] == "released"
-    assert exact["TA"]["epsilon"] == pytest.approx(31.62, rel=1e-6)
+    assert exact["TA"]["privacy"]["achieved_epsilon"] == pytest.approx(31.62, rel=1e-6)
 
 
 def test_a_refused_method_reports_that_it_spent_nothing():
     sc = _run_scenario(privacy={"epsilon": 31.62, "calibration": "classic"})
-    methods = run_blr(sc, 3).data["methods"]
+    methods = run_blr(sc, 3).to_dict()["methods"]
     for name in ("TA", "proj_TA", "DDP", "proj_DDP"):
         assert methods[name]["status"] == "refused"
-        assert methods[name]["epsilon"] == 0.0, name
+        assert methods[name]["privacy"]["achieved_epsilon"] == 0.0, name
+        assert methods[name]["privacy"]["guarantee_met"] is True
+        assert methods[name]["privacy"]["events"] == []
 
 
 def test_colluding_clients_beyond_tolerance_break_the_ddp_guarantee():
     sc = _run_scenario(threat={"colluding_clients": 20}, dca={"tolerated": 0})
-    methods = run_blr(sc, 3).data["methods"]
+    methods = run_blr(sc, 3).to_dict()["methods"]
     for name in ("DDP", "proj_DDP"):
         # 180 honest clients' noise, scaled for 199: sigma_eff = sigma·sqrt(179/199)
         assert methods[name]["status"] == "released"
-        assert methods[name]["epsilon"] > 1.0 and methods[name]["guarantee_met"] is False
+        assert (
+            methods[name]["privacy"]["achieved_epsilon"] > 1.0
+            and methods[name]["privacy"]["guarantee_met"] is False
+        )
     # the trusted-aggregator methods do not depend on clients
-    assert methods["TA"]["epsilon"] == pytest.approx(1.0, rel=1e-6)
-    assert methods["TA"]["guarantee_met"] is True
+    assert methods["TA"]["privacy"]["achieved_epsilon"] == pytest.approx(1.0, rel=1e-6)
+    assert methods["TA"]["privacy"]["guarantee_met"] is True
 
 
 def test_run_blr_counts_absent_and_crashed_clients_per_round():
@@ -562,24 +575,27 @@ def test_run_blr_counts_absent_and_crashed_clients_per_round():
         network={"link": {"latency": {"model": "constant", "value": 0.01}}},
         faults={"absent_parties": ["client-3"], "crashes": [["client-5", 1.3]]},
     )
-    methods = run_blr(sc, 3).data["methods"]
-    assert methods["DDP"]["included"] == 199
-    assert methods["proj_DDP"]["included_round1"] == 199
-    assert methods["proj_DDP"]["included"] == 198
+    methods = run_blr(sc, 3).to_dict()["methods"]
+    assert methods["DDP"]["details"]["included"] == 199
+    assert methods["proj_DDP"]["details"]["included_round1"] == 199
+    assert methods["proj_DDP"]["details"]["included"] == 198
     # more honest clients than the N - T - 1 the noise was scaled for: within budget
     for name in ("DDP", "proj_DDP"):
-        assert methods[name]["epsilon"] < 1.0 and methods[name]["guarantee_met"] is True
+        assert (
+            methods[name]["privacy"]["achieved_epsilon"] < 1.0
+            and methods[name]["privacy"]["guarantee_met"] is True
+        )
 
 
 def test_a_round_one_abort_releases_nothing_and_tells_everyone():
     # two absent clients with T = 0: round 1 aborts; no second round runs
     sc = _run_scenario(faults={"absent_parties": ["client-1", "client-2"]})
-    result = run_blr(sc, 3).data
+    result = run_blr(sc, 3).to_dict()
     methods = result["methods"]
     for name in ("DDP", "proj_DDP"):
-        assert methods[name]["status"] == "aborted" and methods[name]["mae"] is None
-        assert methods[name]["detail"].startswith("too_many_dropouts")
-        assert methods[name]["epsilon"] == 0.0  # nothing was released
+        assert methods[name]["status"] == "aborted" and methods[name]["accuracy"] is None
+        assert methods[name]["abort"]["reason"] == "too_many_dropouts"
+        assert methods[name]["privacy"]["achieved_epsilon"] == 0.0  # nothing was released
     # round 1 (198 senders) ends in aborts; the abort notice goes to all N + M parties
     shares = 198 * 3 + 3 * 2 + 3
     assert methods["DDP"]["communication"]["messages"] == shares
@@ -590,13 +606,15 @@ def test_a_round_one_abort_releases_nothing_and_tells_everyone():
 def test_an_abort_in_round_two_still_accounts_for_round_one():
     # compute-1 crashes after round 1 (which ends by ~0.3 s): round 2 cannot agree
     sc = _run_scenario(faults={"crashes": [["compute-1", 1.0]]})
-    result = run_blr(sc, 3).data
+    result = run_blr(sc, 3).to_dict()
     proj = result["methods"]["proj_DDP"]
-    assert proj["status"] == "aborted" and proj["detail"].startswith("agreement_incomplete")
+    assert proj["status"] == "aborted" and proj["abort"]["reason"] == "agreement_incomplete"
     # the marginal moments were released to the aggregator: their epsilon stays spent
-    moments_multiplier = result["privacy"]["noise_multipliers_projected"][0]
-    assert proj["epsilon"] == pytest.approx(gaussian_epsilon(moments_multiplier, 1e-4), rel=1e-6)
-    assert 0 < proj["epsilon"] < 1.0
+    moments_multiplier = result["blr"]["noise_multipliers_projected"][0]
+    assert proj["privacy"]["achieved_epsilon"] == pytest.approx(
+        gaussian_epsilon(moments_multiplier, 1e-4), rel=1e-6
+    )
+    assert 0 < proj["privacy"]["achieved_epsilon"] < 1.0
     assert result["methods"]["DDP"]["status"] == "released"  # one round, over by then
 
 
@@ -614,3 +632,101 @@ def test_the_coalition_view_keeps_both_rounds_private_state():
     for p in members:
         sizes = {np.asarray(v).size for v in view.private[p].values()}
         assert {plan.moments.dimension, plan.statistics.dimension} <= sizes, p
+
+
+# -- 7. who must stay honest: coalitions of servers, and the baselines ----------------------
+
+
+def test_every_compute_node_colluding_voids_the_distributed_guarantees():
+    nodes = ["compute-0", "compute-1", "compute-2"]
+    result = run_blr(_run_scenario(threat={"colluding_servers": nodes}), 3).to_dict()
+    methods = result["methods"]
+    for name in ("DDP", "proj_DDP"):
+        privacy = methods[name]["privacy"]
+        assert methods[name]["status"] == "released"
+        assert privacy["achieved_epsilon"] == "inf" and privacy["guarantee_met"] is False
+        assert privacy["non_private"] is False  # a broken guarantee, not a baseline
+        assert all(e["broken"] for e in privacy["events"])
+        assert {e["trust_kind"] for e in privacy["events"]} == {"one_of"}
+    # the curator and input perturbation do not rely on the compute nodes
+    for name in ("TA", "proj_TA", "input_perturbation"):
+        assert methods[name]["privacy"]["achieved_epsilon"] == pytest.approx(1.0, rel=1e-6)
+        assert methods[name]["privacy"]["guarantee_met"] is True
+    assert result["privacy"]["achieved_epsilon"] == "inf"
+    assert result["privacy"]["guarantee_met"] is False
+    # batched delivery keeps no per-share view for colluding compute nodes
+    assert result["coalition"]["members"] == nodes
+    assert result["coalition"]["view_complete"] is False
+
+
+def test_all_but_one_compute_node_colluding_keeps_the_distributed_guarantees():
+    result = run_blr(
+        _run_scenario(threat={"colluding_servers": ["compute-0", "compute-2"]}), 3
+    ).to_dict()
+    for name in ("DDP", "proj_DDP"):
+        privacy = result["methods"][name]["privacy"]
+        assert privacy["achieved_epsilon"] == pytest.approx(1.0, rel=1e-6)
+        assert privacy["guarantee_met"] is True
+    assert result["coalition"]["view_complete"] is False
+
+
+def test_a_colluding_aggregator_voids_the_curator_methods_only():
+    result = run_blr(_run_scenario(threat={"colluding_servers": ["aggregator"]}), 3)
+    methods = result.to_dict()["methods"]
+    for name in ("TA", "proj_TA"):
+        privacy = methods[name]["privacy"]
+        assert privacy["achieved_epsilon"] == "inf" and privacy["guarantee_met"] is False
+        assert privacy["events"] and all(
+            e["trusted_parties"] == ["aggregator"] for e in privacy["events"]
+        )
+    # DCA's output party sees only the noisy sum; input perturbation trusts nobody
+    for name in ("DDP", "proj_DDP", "input_perturbation"):
+        assert methods[name]["privacy"]["achieved_epsilon"] == pytest.approx(1.0, rel=1e-6)
+        assert methods[name]["privacy"]["guarantee_met"] is True
+    assert result.coalition.members == ("aggregator",)
+
+
+def test_a_colluding_aggregator_voids_the_curator_without_any_world():
+    sc = _run_scenario(
+        threat={"colluding_servers": ["aggregator"]}, blr={"methods": ["TA", "proj_TA"]}
+    )
+    result = run_blr(sc, 3).to_dict()
+    for name in ("TA", "proj_TA"):
+        assert result["methods"][name]["privacy"]["achieved_epsilon"] == "inf"
+        assert result["methods"][name]["privacy"]["guarantee_met"] is False
+    assert result["communication"] is None and result["parties"] is None
+    assert result["coalition"]["members"] == ["aggregator"]
+
+
+def test_non_private_baselines_are_labelled_and_do_not_set_the_runs_guarantee():
+    result = run_blr(_run_scenario(blr={"methods": ["NP", "proj_NP", "TA"]}), 3).to_dict()
+    for name in ("NP", "proj_NP"):
+        privacy = result["methods"][name]["privacy"]
+        assert privacy["non_private"] is True and privacy["guarantee_met"] is False
+        assert privacy["achieved_epsilon"] == "inf"
+        assert [e["status"] for e in privacy["events"]] == ["non_private"]
+    # the run reports its weakest private method (TA), not the baselines
+    assert result["privacy"]["achieved_epsilon"] == pytest.approx(1.0, rel=1e-6)
+    assert result["privacy"]["guarantee_met"] is True
+    assert result["privacy"]["non_private"] is False
+    only = run_blr(_run_scenario(blr={"methods": ["NP"]}), 3).to_dict()["privacy"]
+    assert only["non_private"] is True and only["achieved_epsilon"] == "inf"
+
+
+def test_the_run_carries_the_distributed_worlds_traffic_and_parties():
+    result = run_blr(_run_scenario(blr={"methods": ["TA", "DDP", "proj_DDP"]}), 3).to_dict()
+    proj = result["methods"]["proj_DDP"]
+    assert result["communication"]["messages"] == proj["communication"]["messages"]
+    assert result["communication"]["bytes"] == proj["communication"]["bytes"]
+    assert result["parties"]["total"] == result["parties"]["included"] == 200
+    assert result["accuracy"] is None
+    assert result["methods"]["TA"]["communication"] is None
+
+
+def test_the_report_marks_baselines_and_broken_guarantees():
+    nodes = ["compute-0", "compute-1", "compute-2"]
+    result = run_blr(_run_scenario(threat={"colluding_servers": nodes}), 3).to_dict()
+    lines = {line.split()[0]: line for line in BLR.report(result) if line and not line[0].isspace()}
+    assert "none (non-private baseline)" in lines["NP"] and "(!)" not in lines["NP"]
+    assert "inf (!)" in lines["DDP"] and "inf (!)" in lines["proj_DDP"]
+    assert "(!)" not in lines["TA"]

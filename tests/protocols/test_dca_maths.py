@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from privsim.protocols.dca.maths import (
+from privsim.kit.securesum.maths import (
     FixedPointRangeError,
     client_noise_std,
     decode_fixed,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from privsim.api import run
 from privsim.protocols.race.distributed import gamma_noise
-from privsim.runner import run
 from privsim.scenarios import scenario_from_dict
 
 
@@ -72,20 +72,20 @@ def test_bytes_per_owner_are_the_sketch_or_its_shares():
     dca = run(_scenario("dca", 4), 2).to_dict()
     cells = 40 * 200
     # one R·W float64 array (plus framing) to the collector; M = 3 shares of R·W words in DCA
-    assert cells * 8 <= local["communication"]["bytes_per_owner"] < cells * 8 + 200
-    assert 3 * cells * 8 <= dca["communication"]["bytes_per_owner"] < 3 * (cells * 8 + 200)
+    assert cells * 8 <= local["race"]["bytes_per_owner"] < cells * 8 + 200
+    assert 3 * cells * 8 <= dca["race"]["bytes_per_owner"] < 3 * (cells * 8 + 200)
 
 
 def test_dropouts_with_dca_tolerating_them_and_without():
     absent = {"faults": {"absent_parties": ["owner-1"]}}
     tolerant = run(_scenario("dca", 6, dca={"tolerated": 1}, **absent), 3).to_dict()
-    assert tolerant["status"] == "released" and tolerant["accuracy"]["included"] == 5
+    assert tolerant["status"] == "released" and tolerant["parties"]["included"] == 5
     # 5 honest Gamma shares of Lap(b) split over K − T = 5: still exactly Laplace(b)
     assert tolerant["privacy"]["guarantee_met"]
     strict = run(_scenario("dca", 6, **absent), 3).to_dict()
     assert strict["status"] == "aborted"  # more missing owners than T = 0
     local = run(_scenario("local", 6, **absent), 3).to_dict()
-    assert local["status"] == "released" and local["accuracy"]["included"] == 5
+    assert local["status"] == "released" and local["parties"]["included"] == 5
 
 
 def test_gaussian_dca_is_accounted_against_the_realised_coalition():
@@ -110,3 +110,100 @@ def test_owners_and_population_must_agree():
                 "race": {"owners": 5},
             }
         )
+
+
+def test_pure_laplace_releases_report_the_target_epsilon_at_delta_zero_exactly():
+    # Laplace(R/ε) on every cell is ε-DP (Lemma 3.1): the ledger composes pure events by
+    # the basic theorem, so the reported pair is (ε, 0) exactly, in every mode.
+    for mode in ("local", "curator", "dca"):
+        r = run(_scenario(mode, 4, dca={"tolerated": 1}), 5).to_dict()
+        assert r["privacy"]["achieved_epsilon"] == 1.0
+        assert r["privacy"]["delta"] == 0.0
+        assert r["privacy"]["guarantee_met"] is True
+        assert r["coalition"]["exposure"]["cells_known_exactly"] == 0
+
+
+def test_a_colluding_curator_voids_the_guarantee():
+    r = run(_scenario("curator", 4, threat={"colluding_servers": ["aggregator"]}), 6).to_dict()
+    assert r["status"] == "released"
+    assert r["privacy"]["achieved_epsilon"] == "inf"
+    assert r["privacy"]["guarantee_met"] is False
+    assert r["coalition"]["exposure"]["cells_known_exactly"] == 40 * 200
+    (event,) = r["privacy"]["events"]
+    assert event["broken"] is True and event["trusted_parties"] == ["aggregator"]
+
+
+def test_local_noise_trusts_nobody_so_a_colluding_aggregator_changes_nothing():
+    r = run(_scenario("local", 4, threat={"colluding_servers": ["aggregator"]}), 6).to_dict()
+    assert r["privacy"]["achieved_epsilon"] == 1.0 and r["privacy"]["delta"] == 0.0
+    assert r["privacy"]["guarantee_met"] is True
+    assert r["coalition"]["exposure"]["cells_known_exactly"] == 0
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_dca_holds_unless_every_compute_node_colludes(noise):
+    # race delivers shares per message, so the colluding nodes' view is recorded.
+    nodes = ["compute-0", "compute-1", "compute-2"]
+    some = run(
+        _scenario("dca", 6, race={"noise": noise}, threat={"colluding_servers": nodes[:2]}), 7
+    ).to_dict()
+    assert some["privacy"]["guarantee_met"] is True
+    assert some["coalition"]["exposure"]["cells_known_exactly"] == 0
+    every = run(
+        _scenario("dca", 6, race={"noise": noise}, threat={"colluding_servers": nodes}), 7
+    ).to_dict()
+    assert every["status"] == "released"
+    assert every["privacy"]["achieved_epsilon"] == "inf"
+    assert every["privacy"]["guarantee_met"] is False
+    assert every["coalition"]["exposure"]["cells_known_exactly"] == 40 * 200
+    assert every["coalition"]["view_complete"] is True
+    # the noise and the release are the same; only what the coalition knows differs
+    assert every["accuracy"] == some["accuracy"]
+
+
+def test_gamma_split_laplace_needs_k_minus_t_honest_shares():
+    # K = 6, T = 1: Lap(b) needs 5 honest Gamma shares; one colluding owner leaves 5,
+    # two leave 4 (not credited with any guarantee).
+    one = run(_scenario("dca", 6, dca={"tolerated": 1}, threat={"colluding_clients": 1}), 8)
+    assert one.to_dict()["privacy"]["achieved_epsilon"] == 1.0
+    two = run(_scenario("dca", 6, dca={"tolerated": 1}, threat={"colluding_clients": 2}), 8)
+    assert two.to_dict()["privacy"]["achieved_epsilon"] == "inf"
+    assert two.to_dict()["privacy"]["guarantee_met"] is False
+
+
+def test_an_aborted_secure_sum_releases_nothing_and_spends_nothing():
+    r = run(_scenario("dca", 6, faults={"absent_parties": ["owner-1"]}), 3).to_dict()
+    assert r["status"] == "aborted" and r["abort"]["reason"] == "too_many_dropouts"
+    assert r["accuracy"] is None and r["parties"]["included"] is None
+    assert r["privacy"]["achieved_epsilon"] == 0.0 and r["privacy"]["guarantee_met"] is True
+
+
+def test_secure_sum_checks_apply_to_dca_mode_only():
+    from privsim.protocols.race.config import RaceConfig
+    from privsim.scenarios.loader import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"dca\.tolerated"):
+        _scenario("dca", 3, dca={"tolerated": 2})
+    with pytest.raises(ScenarioError, match=r"population\.compute_nodes"):
+        _scenario("dca", 4, population={"clients": 4, "compute_nodes": 1})
+    # a curator or local noise needs no secure sum
+    assert _scenario("curator", 3, dca={"tolerated": 2}).table("race", RaceConfig).mode == "curator"
+
+
+def test_result_sections_report_and_study_row():
+    from privsim import registry
+
+    spec = registry.get("race")
+    r = run(_scenario("dca", 4), 9).to_dict()
+    assert r["race"] == {
+        "mode": "dca",
+        "noise": "laplace",
+        "owners": 4,
+        "bytes_per_owner": r["communication"]["roles"]["client"]["bytes_sent_mean"],
+    }
+    assert set(r["accuracy"]) == {"mre_vs_nonprivate_sketch", "noise_sd_per_cell"}
+    assert r["privacy"]["details"]["laplace_scale"] == pytest.approx(40.0)
+    assert spec.flatten(r) == {"race": {"bytes_per_owner": r["race"]["bytes_per_owner"]}}
+    lines = spec.report(r)
+    assert any("KDE mean relative error" in line for line in lines)
+    assert not any(line.startswith(("Privacy", "Traffic")) for line in lines)

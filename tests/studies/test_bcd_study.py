@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from privsim.cli import main
 from privsim.studies import load
 from privsim.studies.report import write_report
@@ -38,7 +40,14 @@ def test_bcd_sweep_tabulates_aborts_r2_and_draws_one_factor_figures(tmp_path):
     assert len(released) > 0
     assert released["accuracy.r2"].notna().all()
     # a published run took all k·T steps: simple composition spends exactly the target ε
-    assert (released["epsilon"] - released["grid.privacy.epsilon"]).abs().max() < 1e-9
+    eps = released["privacy.achieved_epsilon"].astype(float)
+    assert (eps - released["grid.privacy.epsilon"]).abs().max() < 1e-9
+    assert (released["privacy.delta"] == 0.0).all() and released["privacy.guarantee_met"].all()
+    # the protocol's own columns (bcd flatten): steps, the centralised reference, R² path
+    assert (released["bcd.steps"] == 2 * 5).all() and (released["bcd.iterations"] == 5).all()
+    assert released["reference.r2_central"].notna().all()
+    assert released["r2_by_iteration"].map(len).eq(5).all()
+    assert (frame["coalition.exposure.remainders_received"] >= 0).all()
     md, figures = write_report(tmp_path / "out")
     text = md.read_text()
     assert "Block coordinate descent: aborts, R² and AAPD per cell" in text
@@ -55,7 +64,10 @@ def test_bcd_scenario_runs_from_the_command_line(tmp_path, capsys):
     path.write_text(tomli_w.dumps(BASE))
     assert main(["run", str(path), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "protocol bcd (dp-bcd)" in out and "locally sensitive" in out
+    assert "method dp-bcd" in out and "locally sensitive" in out
     result = json.loads((tmp_path / "bcd-small-seed1.json").read_text())
     assert result["protocol"] == "bcd"
-    assert result["privacy"]["epsilon_per_step"] == 0.1
+    assert result["privacy"]["details"]["epsilon_per_step"] == 0.1
+    # ε spent by the steps taken (this seed aborts after a few): 0.1 each
+    steps = result["bcd"]["steps"]
+    assert result["privacy"]["achieved_epsilon"] == pytest.approx(0.1 * steps)

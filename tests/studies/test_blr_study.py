@@ -74,12 +74,21 @@ def test_blr_sweep_stores_one_column_per_method_and_draws_method_figures(tmp_pat
     assert summary.errors == 0
     frame = load(tmp_path / "out")
     for method in ("NP", "TA", "DDP", "proj_DDP", "input_perturbation"):
-        assert frame[f"mae.{method}"].notna().all()
-        assert (frame[f"method_status.{method}"] == "released").all()
+        assert frame[f"methods.{method}.accuracy.mae"].notna().all()
+        assert (frame[f"methods.{method}.status"] == "released").all()
     # DDP and proj DDP ran on the bus: their messages are in the row.
-    assert (frame["messages.proj_DDP"] > frame["messages.DDP"]).all()
+    assert (
+        frame["methods.proj_DDP.communication.messages"]
+        > frame["methods.DDP.communication.messages"]
+    ).all()
+    # BLR's own columns: clients included per distributed method and round
+    clients = frame["grid.population.clients"]
+    assert (frame["methods.DDP.included"] == clients).all()
+    assert (frame["methods.proj_DDP.included_round1"] == clients).all()
+    assert frame["blr.thresholds.feature"].notna().all()
     md, figures = write_report(tmp_path / "out")
     text = md.read_text()
     assert "test MAE (proj_DDP)" in text
+    assert "Distributed against trusted aggregator" in text  # the Figure 2 checks
     assert len(figures) == 2  # one per case: MAE by method against ε
-    assert all(p.name.startswith("mae_by_method_vs_privacy_epsilon") for p in figures)
+    assert all(p.name.startswith("accuracy_mae_by_method_vs_privacy_epsilon") for p in figures)

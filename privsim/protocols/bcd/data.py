@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from privsim.data.registry import load_csv, load_dataset
-from privsim.scenarios.schema import BcdConfig
+from privsim.protocols.bcd.config import BcdConfig
 
 __all__ = ["PartitionedData", "load_partitioned", "synthetic"]
 

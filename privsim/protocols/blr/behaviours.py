@@ -14,7 +14,7 @@ Two-round timeline (simulated seconds, from the scenario's DCA timeouts):
    (:class:`~privsim.protocols.blr.messages.StatisticShare`), with noise scaled to the
    new sensitivity; nodes and aggregator run Algorithm 1 again.
 
-Clients are one population process with batched delivery (:mod:`privsim.protocols.dca.batched`):
+Clients are one population process with batched delivery (:mod:`privsim.kit.securesum.batched`):
 each client's payloads are computed from its own record and its counter-based streams,
 and its sends, arrivals and faults are those of a client process.
 """
@@ -27,6 +27,11 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
+from privsim.kit.securesum import behaviours as dca
+from privsim.kit.securesum.batched import ShareRound, client_population, compute_node_batched
+from privsim.kit.securesum.inputs import ClientInputs
+from privsim.kit.securesum.maths import client_noise_std
+from privsim.kit.securesum.outcome import SumOutcome
 from privsim.protocols.blr.maths import (
     client_moments,
     client_statistics,
@@ -36,11 +41,6 @@ from privsim.protocols.blr.maths import (
 )
 from privsim.protocols.blr.messages import ProjectionBounds
 from privsim.protocols.blr.regression import projection_bounds
-from privsim.protocols.dca import behaviours as dca
-from privsim.protocols.dca.batched import ShareRound, client_population, compute_node_batched
-from privsim.protocols.dca.inputs import ClientInputs
-from privsim.protocols.dca.maths import client_noise_std
-from privsim.protocols.outcome import SumOutcome
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.bus import BroadcastFlight
 from privsim.sim.keystream import KeyStream

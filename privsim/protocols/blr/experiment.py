@@ -3,15 +3,19 @@
 ``run_blr(scenario, seed)`` is a pure function of its inputs. The split, the auxiliary
 threshold search and every method's noise come from streams of ``seed`` named by method
 and purpose; the data table itself (and the synthetic default) depends only on the
-scenario. The distributed methods are simulated on the bus — DDP as one DCA round,
-proj DDP as Algorithm 2's two rounds — with the scenario's network, faults and coalition
-(the same realised faults and coalition for both). Central methods compute the same
-releases as a trusted curator would.
+scenario. The distributed methods are simulated on the bus — DDP as one DCA round
+(:mod:`privsim.kit.securesum.round`), proj DDP as Algorithm 2's two rounds — with the
+scenario's network, faults and coalition (the same realised faults and coalition for
+both). Central methods compute the same releases as a trusted curator would.
 
-Privacy: every release records a ``dp_accounting`` event in the method's own ledger,
-which refuses a method whose composition exceeds (ε, δ) (unless the scenario allows
-overspending); distributed releases are settled with what the realised coalition and
-dropouts leave (:func:`privsim.runner.realised_event`).
+Privacy: every method has its own ledger (the methods are alternative releases of the
+same data, not a composition). Each release is charged as a ``dp_accounting`` event with
+the parties it trusts — nobody (input perturbation), the curator (TA, proj TA), not all
+compute nodes colluding (DDP, proj DDP, whose noise comes in shares from the honest
+included clients) — and the ledger refuses a method whose composition exceeds (ε, δ)
+(unless the scenario allows overspending). NP and proj NP are labelled non-private
+baselines. A method's reported ε is what its ledger computes against the realised
+coalition.
 """
 
 from __future__ import annotations
@@ -19,17 +23,33 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import dp_accounting
 import numpy as np
 import numpy.typing as npt
 
-from privsim import __version__
-from privsim.analysis.calibration import gaussian_sigma, split_gaussian
-from privsim.analysis.ledger import BudgetExceededError, PrivacyLedger
 from privsim.data.registry import load_csv, load_dataset
+from privsim.kit.result import (
+    Abort,
+    Coalition,
+    Communication,
+    MethodResult,
+    Parties,
+    Privacy,
+    RunResult,
+    Timing,
+)
+from privsim.kit.securesum import round as securesum
+from privsim.kit.securesum.config import DcaConfig
+from privsim.kit.securesum.inputs import ClientInputs
+from privsim.kit.securesum.maths import client_noise_std
+from privsim.kit.securesum.outcome import SumOutcome
+from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.blr import behaviours as blr
+from privsim.protocols.blr.config import BlrConfig
 from privsim.protocols.blr.maths import (
     marginal_std,
     moment_sensitivity,
@@ -47,22 +67,9 @@ from privsim.protocols.blr.regression import (
     statistic_release,
 )
 from privsim.protocols.blr.search import ThresholdChoice, ThresholdGrid, search_thresholds
-from privsim.protocols.dca import behaviours as dca
-from privsim.protocols.dca.batched import ShareRound, client_population, compute_node_batched
-from privsim.protocols.dca.inputs import ClientInputs
-from privsim.protocols.dca.maths import client_noise_std
-from privsim.protocols.outcome import SumOutcome
-from privsim.runner import (
-    OUTPUT_PARTY,
-    RunResult,
-    _channel_pairs,
-    build_world,
-    check_fixed_point,
-    dca_plan,
-    realised_event,
-    world_cost,
-)
-from privsim.scenarios.schema import BlrConfig, Scenario
+from privsim.scenarios.schema import Scenario
+from privsim.sim.calibration import gaussian_sigma, split_gaussian
+from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
@@ -70,10 +77,28 @@ __all__ = ["check_data", "load_table", "prepare", "run_blr"]
 
 F64 = npt.NDArray[np.float64]
 
+OUTPUT_PARTY = securesum.OUTPUT_PARTY
+#: The methods simulated on the bus, each in its own world.
+DISTRIBUTED = ("DDP", "proj_DDP")
+#: How the run's privacy section reads: the methods are alternatives, not a composition.
+RUN_NOTION = (
+    "per method: the weakest private method's guarantee; non-private methods are labelled baselines"
+)
+CURATOR = Trust.each(OUTPUT_PARTY, description="the curator honest")
+
+
+def _config(scenario: Scenario) -> BlrConfig:
+    return scenario.table("blr", BlrConfig)
+
+
+def _tolerated(scenario: Scenario) -> int:
+    return scenario.table("dca", DcaConfig).tolerated
+
 
 def load_table(scenario: Scenario) -> tuple[str, F64, F64]:
-    """The raw (X, y) of the scenario's data set, before scaling."""
-    cfg = scenario.blr
+    """The raw (X, y) of the scenario's data set, before scaling. The synthetic data
+    follow the model: β ~ N(0, λ₀⁻¹ I), x ~ N(0, I), y = xᵀβ + e with e ~ N(0, λ⁻¹)."""
+    cfg = _config(scenario)
     if cfg.dataset == "synthetic":
         rng = Streams(scenario.seed).generator("data", "blr-synthetic")
         d, n = cfg.synthetic_dimension, cfg.synthetic_records
@@ -91,20 +116,22 @@ def load_table(scenario: Scenario) -> tuple[str, F64, F64]:
 def check_data(scenario: Scenario) -> None:
     """Fail early if the data set is missing or smaller than train + test."""
     _, x, _ = load_table(scenario)
-    need = scenario.population.clients + scenario.blr.test
+    test = _config(scenario).test
+    need = scenario.population.clients + test
     if need > x.shape[0]:
         raise ValueError(
-            f"blr: {scenario.population.clients} training + {scenario.blr.test} test records "
+            f"blr: {scenario.population.clients} training + {test} test records "
             f"requested but the data set has {x.shape[0]}; lower population.clients or blr.test"
         )
 
 
 def prepare(scenario: Scenario, seed: int) -> tuple[str, RegressionSplit]:
     """Load, centre and scale (§4), then draw this replication's split."""
+    cfg = _config(scenario)
     name, x, y = load_table(scenario)
-    x, y = scale_to_range(x, y, scenario.blr.range_length)
+    x, y = scale_to_range(x, y, cfg.range_length)
     n_train = scenario.population.clients
-    data = split(x, y, n_train, scenario.blr.test, Streams(seed).generator("blr", "split"))
+    data = split(x, y, n_train, cfg.test, Streams(seed).generator("blr", "split"))
     return name, data
 
 
@@ -113,36 +140,40 @@ def _ledger(scenario: Scenario) -> PrivacyLedger:
     return PrivacyLedger(p.epsilon, p.delta, on_overspend=p.on_overspend)
 
 
-def _privacy(ledger: PrivacyLedger) -> dict[str, Any]:
-    eps = ledger.epsilon()
-    return {
-        "epsilon": eps if math.isfinite(eps) else "inf",
-        "guarantee_met": ledger.within_budget,
-    }
-
-
-def _refused(exc: BudgetExceededError) -> dict[str, Any]:
-    """A method whose planned releases exceed the budget runs nothing and spends nothing."""
-    return {
-        "status": "refused",
-        "detail": str(exc),
-        "mae": None,
-        "epsilon": 0.0,
-        "guarantee_met": True,
-    }
-
-
 class _Budget:
     """Noise multipliers z = σ/Δ of the scenario's budget: whole, and split in two."""
 
     def __init__(self, scenario: Scenario) -> None:
-        p, share = scenario.privacy, scenario.blr.std_share
+        p, share = scenario.privacy, _config(scenario).std_share
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the ledger reports what classic delivers
             self.whole = gaussian_sigma(p.epsilon, p.delta, 1.0, p.calibration)
             self.moments, self.statistics = split_gaussian(
                 p.epsilon, p.delta, (share, 1.0 - share), p.calibration
             )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Run:
+    """What one method did, before its guarantee is computed against the coalition."""
+
+    status: str
+    ledger: PrivacyLedger
+    mae: float | None = None
+    abort: Abort | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    privacy_details: dict[str, Any] = field(default_factory=dict)
+    world: World | None = None
+    clients: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    included: tuple[str, ...] | None = None
+
+
+def _refused(scenario: Scenario, exc: BudgetExceededError) -> _Run:
+    """A method whose planned releases exceed the budget runs nothing and spends nothing."""
+    return _Run(
+        status="refused", ledger=_ledger(scenario), abort=Abort(reason="refused", detail=str(exc))
+    )
 
 
 def _central(
@@ -152,8 +183,10 @@ def _central(
     budget: _Budget,
     choice: ThresholdChoice | None,
     streams: Streams,
-) -> dict[str, Any]:
-    cfg = scenario.blr
+) -> _Run:
+    """NP, proj NP, TA, proj TA or input perturbation, computed as a curator would
+    (input perturbation: as every client adding the whole noise to its own statistics)."""
+    cfg = _config(scenario)
     d = data.dimension
     assumed = np.full(d + 1, cfg.assumed_bound)
     x, y = data.x_train, data.y_train
@@ -161,18 +194,24 @@ def _central(
     rng = streams.generator("blr", method, "noise")
     ledger = _ledger(scenario)
     neighbour = scenario.privacy.neighbour
-    out: dict[str, Any] = {}
+    details: dict[str, Any] = {}
+    multipliers: dict[str, Any] = {}
     try:
         if method == "NP":
+            ledger.non_private("statistics", "non-private baseline")
             released = statistic_release(x, y, np.full(d + 1, np.inf), 0.0, None)
         elif method == "proj_NP":
             assert choice is not None
+            ledger.non_private("statistics", "non-private baseline")
             std = np.sqrt(np.mean(np.column_stack([x, y]) ** 2, axis=0))
             bounds = projection_bounds(std, choice.feature, choice.target, assumed)
             released = statistic_release(x, y, bounds, 0.0, None)
-            out["bounds"] = bounds.tolist()
+            details["bounds"] = bounds.tolist()
         elif method in ("TA", "input_perturbation"):
-            ledger.charge("statistics", dp_accounting.GaussianDpEvent(budget.whole))
+            # Input perturbation adds its noise where the data is: it trusts nobody.
+            trust = CURATOR if method == "TA" else Trust.nobody()
+            ledger.charge("statistics", dp_accounting.GaussianDpEvent(budget.whole), trust=trust)
+            multipliers["noise_multiplier"] = budget.whole
             sens = statistics_sensitivity(assumed[:-1], cfg.assumed_bound, neighbour)
             # Input perturbation: every client adds the whole noise to its own statistics.
             copies = n if method == "input_perturbation" else 1
@@ -181,8 +220,11 @@ def _central(
             )
         elif method == "proj_TA":
             assert choice is not None
-            ledger.charge("moments", dp_accounting.GaussianDpEvent(budget.moments))
-            ledger.charge("statistics", dp_accounting.GaussianDpEvent(budget.statistics))
+            ledger.charge("moments", dp_accounting.GaussianDpEvent(budget.moments), trust=CURATOR)
+            ledger.charge(
+                "statistics", dp_accounting.GaussianDpEvent(budget.statistics), trust=CURATOR
+            )
+            multipliers["noise_multipliers"] = [budget.moments, budget.statistics]
             moments = moment_release(
                 x, y, assumed, budget.moments * moment_sensitivity(assumed), rng
             )
@@ -190,70 +232,77 @@ def _central(
             bounds = projection_bounds(std, choice.feature, choice.target, assumed)
             sens = statistics_sensitivity(bounds[:-1], float(bounds[-1]), neighbour)
             released = statistic_release(x, y, bounds, budget.statistics * sens, rng)
-            out["bounds"] = bounds.tolist()
+            details["bounds"] = bounds.tolist()
         else:
             raise ValueError(f"{method} is not a central method")
     except BudgetExceededError as exc:
-        return _refused(exc)
+        return _refused(scenario, exc)
     mean = fit(
         released, d, prior_precision=cfg.prior_precision, noise_precision=cfg.noise_precision
     )
-    privacy = (
-        {"epsilon": "inf", "guarantee_met": False}  # no noise at all: not private
-        if method in ("NP", "proj_NP")
-        else _privacy(ledger)
+    return _Run(
+        status="released",
+        ledger=ledger,
+        mae=mean_absolute_error(mean, data),
+        details=details,
+        privacy_details=multipliers,
     )
-    return {"status": "released", "mae": mean_absolute_error(mean, data), **privacy, **out}
 
 
 def _world(scenario: Scenario, seed: int, n: int) -> tuple[World, tuple[str, ...], tuple[str, ...]]:
-    if any(s.startswith("compute-") for s in scenario.threat.colluding_servers):
-        raise ValueError(
-            "protocol 'blr' delivers client shares in batches, which keep no per-share view "
-            "for colluding compute nodes; name only the aggregator in threat.colluding_servers"
-        )
+    """A world for one distributed method: ``n`` clients, the compute nodes and the
+    aggregator, with the scenario's network, faults and coalition. Colluding compute
+    nodes are allowed; the batched share delivery keeps no per-share view for them
+    (the coalition's view is then incomplete, its privacy loss is not)."""
     clients = tuple(f"client-{i}" for i in range(n))
-    nodes = tuple(f"compute-{k}" for k in range(scenario.population.compute_nodes))
-    world = build_world(scenario, Streams(seed), [*clients, *nodes, OUTPUT_PARTY], with_nodes=True)
+    nodes = securesum.node_names(scenario)
+    world = build_world(scenario, Streams(seed), [*clients, *nodes, OUTPUT_PARTY])
     return world, clients, nodes
 
 
 def _run_world(world: World) -> None:
-    if world.bus.encrypt:
-        world.channels.agree(_channel_pairs(world))
+    agree_channels(world, securesum.channel_pairs(world))
     world.run()
 
 
-def _communication(world: World) -> dict[str, Any]:
-    cost = world_cost(world)
-    return {
-        "messages": cost.messages,
-        "bytes": cost.bytes,
-        "rounds": cost.rounds,
-        "duration": world.agents[OUTPUT_PARTY].finished_at,
-        "key_agreement_seconds": world.channels.key_agreement_seconds,
-    }
+def _included(clients: tuple[str, ...], outcome: SumOutcome | None) -> tuple[str, ...] | None:
+    if outcome is None or outcome.included is None:
+        return None
+    return tuple(clients[i] for i in np.flatnonzero(outcome.included))
 
 
-def _ddp(scenario: Scenario, seed: int, data: RegressionSplit, budget: _Budget) -> dict[str, Any]:
-    """DDP: the statistics of data clipped to the assumed bounds, one DCA round."""
-    cfg = scenario.blr
+def _sum_abort(outcome: SumOutcome) -> Abort:
+    return Abort(reason=str(outcome.abort), detail=outcome.detail)
+
+
+def _ddp(scenario: Scenario, seed: int, data: RegressionSplit, budget: _Budget) -> _Run:
+    """DDP: the statistics of data clipped to the assumed bounds, one DCA round; each
+    client adds σ/sqrt(N − T − 1) (Theorem 1)."""
+    cfg = _config(scenario)
     d = data.dimension
     n = data.x_train.shape[0]
     assumed = np.full(d + 1, cfg.assumed_bound)
     sens = statistics_sensitivity(assumed[:-1], cfg.assumed_bound, scenario.privacy.neighbour)
     sigma = budget.whole * sens
+    noise_std = client_noise_std(sigma, n, _tolerated(scenario))
     ledger = _ledger(scenario)
+    clients = tuple(f"client-{i}" for i in range(n))
     try:
-        ledger.charge("statistics", dp_accounting.GaussianDpEvent(budget.whole))
+        securesum.charge(
+            ledger,
+            "statistics",
+            event=dp_accounting.GaussianDpEvent(budget.whole),
+            clients=clients,
+            nodes=securesum.node_names(scenario),
+            share_multiplier=noise_std / sens,
+        )
     except BudgetExceededError as exc:
-        return _refused(exc)
-    noise_std = client_noise_std(sigma, n, scenario.dca.tolerated)
-    check_fixed_point(scenario, n, cfg.assumed_bound**2, noise_std)
+        return _refused(scenario, exc)
+    securesum.check_fixed_point(scenario, n, cfg.assumed_bound**2, noise_std)
     world, clients, nodes = _world(scenario, seed, n)
     streams = world.streams
     records = blr.Records(data.x_train, data.y_train, assumed, "statistics")
-    plan = dca_plan(scenario, clients, nodes, records.dimension, noise_std, STATISTIC_KINDS)
+    plan = securesum.plan(scenario, clients, nodes, records.dimension, noise_std, STATISTIC_KINDS)
     inputs = ClientInputs(
         data=records,
         noise=streams.keystream("blr", "DDP", "noise"),
@@ -262,58 +311,33 @@ def _ddp(scenario: Scenario, seed: int, data: RegressionSplit, budget: _Budget) 
         fraction_bits=plan.fraction_bits,
         n_nodes=len(nodes),
     )
-    world.add_parties("client", clients)
-    shares = ShareRound(world, plan, inputs)
-    world.start_group("clients", client_population(world, plan, inputs))
-    for node in nodes:
-        world.start(
-            world.add_party(node, "compute"), compute_node_batched(world.agents[node], plan, shares)
-        )
-    out = world.add_party(OUTPUT_PARTY, "aggregator")
-    world.start(out, dca.aggregator(out, plan))
+    out = securesum.launch(world, plan, inputs, batched=True)
     _run_world(world)
-    outcome = out.result if isinstance(out.result, SumOutcome) else None
-    return _finish_ddp(
-        scenario, world, ledger, data, outcome, clients, nodes, noise_std, sigma, sens
+    outcome = securesum.outcome_of(out)
+    securesum.settle(ledger, "statistics", outcome, clients)
+    run = _Run(
+        status="aborted",
+        ledger=ledger,
+        world=world,
+        clients=clients,
+        nodes=nodes,
+        privacy_details={"noise_multiplier": budget.whole, "client_noise_std": noise_std},
     )
-
-
-def _finish_ddp(
-    scenario: Scenario,
-    world: World,
-    ledger: PrivacyLedger,
-    data: RegressionSplit,
-    outcome: SumOutcome | None,
-    clients: tuple[str, ...],
-    nodes: tuple[str, ...],
-    noise_std: float,
-    sigma: float,
-    sens: float,
-) -> dict[str, Any]:
-    cfg = scenario.blr
-    result: dict[str, Any] = {"communication": _communication(world)}
-    if outcome is None or outcome.released is None:
-        ledger.settle("statistics", dp_accounting.NoOpDpEvent())
-        reason = "aggregator crashed" if outcome is None else f"{outcome.abort}: {outcome.detail}"
-        return {"status": "aborted", "detail": reason, "mae": None, **_privacy(ledger), **result}
-    ledger.settle(
-        "statistics",
-        realised_event("dca", outcome, world, clients, nodes, noise_std, sigma, sens),
-    )
-    assert outcome.included is not None
+    if outcome.released is None or outcome.included is None:
+        return replace(run, abort=_sum_abort(outcome))
     mean = fit(
         outcome.released,
         data.dimension,
         prior_precision=cfg.prior_precision,
         noise_precision=cfg.noise_precision,
     )
-    return {
-        "status": "released",
-        "mae": mean_absolute_error(mean, data),
-        "included": int(outcome.included.sum()),
-        **_privacy(ledger),
-        **result,
-    }
+    return replace(
+        run,
+        status="released",
+        mae=mean_absolute_error(mean, data),
+        included=_included(clients, outcome),
+        details={"included": int(outcome.included.sum())},
+    )
 
 
 def _proj_ddp(
@@ -322,37 +346,56 @@ def _proj_ddp(
     data: RegressionSplit,
     budget: _Budget,
     choice: ThresholdChoice,
-) -> dict[str, Any]:
-    """proj DDP: Algorithm 2 as two DCA rounds on the bus."""
-    cfg = scenario.blr
+) -> _Run:
+    """proj DDP: Algorithm 2 as two DCA rounds on the bus, 'moments' then 'statistics',
+    each charged as a secure-sum release with Theorem 1's noise shares."""
+    cfg = _config(scenario)
     d = data.dimension
     n = data.x_train.shape[0]
+    tolerated = _tolerated(scenario)
     neighbour = scenario.privacy.neighbour
     assumed = np.full(d + 1, cfg.assumed_bound)
-    ledger = _ledger(scenario)
-    try:
-        ledger.charge("moments", dp_accounting.GaussianDpEvent(budget.moments))
-        ledger.charge("statistics", dp_accounting.GaussianDpEvent(budget.statistics))
-    except BudgetExceededError as exc:
-        return _refused(exc)
     moment_sens = moment_sensitivity(assumed)
-    moment_sigma = budget.moments * moment_sens
-    moment_noise = client_noise_std(moment_sigma, n, scenario.dca.tolerated)
-    check_fixed_point(scenario, n, cfg.assumed_bound**2, moment_noise)
-    check_fixed_point(
+    moment_noise = client_noise_std(budget.moments * moment_sens, n, tolerated)
+    ledger = _ledger(scenario)
+    clients = tuple(f"client-{i}" for i in range(n))
+    nodes = securesum.node_names(scenario)
+    try:
+        securesum.charge(
+            ledger,
+            "moments",
+            event=dp_accounting.GaussianDpEvent(budget.moments),
+            clients=clients,
+            nodes=nodes,
+            share_multiplier=moment_noise / moment_sens,
+        )
+        # Round 2's σ₂ = z₂·Δ₂ follows from the published bounds, but each share's
+        # multiplier σ₂/(Δ₂·sqrt(N − T − 1)) does not depend on them.
+        securesum.charge(
+            ledger,
+            "statistics",
+            event=dp_accounting.GaussianDpEvent(budget.statistics),
+            clients=clients,
+            nodes=nodes,
+            share_multiplier=client_noise_std(budget.statistics, n, tolerated),
+        )
+    except BudgetExceededError as exc:
+        return _refused(scenario, exc)
+    securesum.check_fixed_point(scenario, n, cfg.assumed_bound**2, moment_noise)
+    securesum.check_fixed_point(
         scenario,
         n,
         cfg.assumed_bound**2,
         client_noise_std(
             budget.statistics * statistics_sensitivity(assumed[:-1], cfg.assumed_bound, neighbour),
             n,
-            scenario.dca.tolerated,
+            tolerated,
         ),
     )
     world, clients, nodes = _world(scenario, seed, n)
     plan = blr.ProjectionPlan(
-        moments=dca_plan(scenario, clients, nodes, d + 1, moment_noise, MOMENT_KINDS),
-        statistics=dca_plan(
+        moments=securesum.plan(scenario, clients, nodes, d + 1, moment_noise, MOMENT_KINDS),
+        statistics=securesum.plan(
             scenario, clients, nodes, d * (d + 1) // 2 + d, math.nan, STATISTIC_KINDS
         ),
         assumed_bounds=assumed,
@@ -366,62 +409,39 @@ def _proj_ddp(
     out = blr.launch_projected(world, plan, data.x_train, data.y_train, stream=("blr", "proj_DDP"))
     _run_world(world)
     result = out.result
-    communication = _communication(world)
-    if not isinstance(result, blr.ProjectionOutcome):
-        ledger.settle("moments", dp_accounting.NoOpDpEvent())
-        ledger.settle("statistics", dp_accounting.NoOpDpEvent())
-        return {
-            "status": "aborted",
-            "detail": "aggregator crashed",
-            "mae": None,
-            **_privacy(ledger),
-            "communication": communication,
-        }
-    ledger.settle(
-        "moments",
-        realised_event(
-            "dca", result.moments, world, clients, nodes, moment_noise, moment_sigma, moment_sens
-        ),
+    run = _Run(
+        status="aborted",
+        ledger=ledger,
+        world=world,
+        clients=clients,
+        nodes=nodes,
+        privacy_details={"noise_multipliers": [budget.moments, budget.statistics]},
     )
+    if not isinstance(result, blr.ProjectionOutcome):
+        ledger.withhold("moments")
+        ledger.withhold("statistics")
+        crashed = Abort(reason="sums_missing", detail=f"{OUTPUT_PARTY} crashed or never finished")
+        return replace(run, abort=crashed)
+    securesum.settle(ledger, "moments", result.moments, clients)
+    securesum.settle(ledger, "statistics", result.statistics, clients)
     stats = result.statistics
     if stats is None or stats.released is None or result.bounds is None:
-        ledger.settle("statistics", dp_accounting.NoOpDpEvent())
-        failed = stats if stats is not None else result.moments
-        return {
-            "status": "aborted",
-            "detail": f"{failed.abort}: {failed.detail}",
-            "mae": None,
-            **_privacy(ledger),
-            "communication": communication,
-        }
-    bounds = result.bounds
-    sens = statistics_sensitivity(bounds[:-1], float(bounds[-1]), neighbour)
-    ledger.settle(
-        "statistics",
-        realised_event(
-            "dca",
-            stats,
-            world,
-            clients,
-            nodes,
-            plan.statistic_noise_std(bounds),
-            budget.statistics * sens,
-            sens,
-        ),
-    )
+        return replace(run, abort=_sum_abort(stats if stats is not None else result.moments))
     assert stats.included is not None and result.moments.included is not None
     mean = fit(
         stats.released, d, prior_precision=cfg.prior_precision, noise_precision=cfg.noise_precision
     )
-    return {
-        "status": "released",
-        "mae": mean_absolute_error(mean, data),
-        "included": int(stats.included.sum()),
-        "included_round1": int(result.moments.included.sum()),
-        "bounds": bounds.tolist(),
-        **_privacy(ledger),
-        "communication": communication,
-    }
+    return replace(
+        run,
+        status="released",
+        mae=mean_absolute_error(mean, data),
+        included=_included(clients, stats),
+        details={
+            "included": int(stats.included.sum()),
+            "included_round1": int(result.moments.included.sum()),
+            "bounds": result.bounds.tolist(),
+        },
+    )
 
 
 def _search(
@@ -430,11 +450,11 @@ def _search(
     """One auxiliary search per replication serves every projected method, at the noise
     level of round 2 as released: σ₂ times sqrt(N/(N − T − 1)) when the distributed
     method runs (Theorem 1 scaling), σ₂ otherwise."""
-    cfg: BlrConfig = scenario.blr
+    cfg = _config(scenario)
     n = data.x_train.shape[0]
     z = budget.statistics
     if "proj_DDP" in cfg.methods:
-        z *= math.sqrt(n / (n - scenario.dca.tolerated - 1))
+        z *= math.sqrt(n / (n - _tolerated(scenario) - 1))
     return search_thresholds(
         n,
         data.dimension,
@@ -449,13 +469,34 @@ def _search(
     )
 
 
-def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
-    """Every method of ``scenario.blr.methods`` on one split; see the module docstring."""
-    from privsim.scenarios.loader import scenario_to_dict
+def _view_complete(world: World, nodes: Collection[str]) -> bool:
+    """Batched delivery keeps no per-share view for colluding compute nodes."""
+    return not any(node in world.coalition for node in nodes)
 
+
+def _method_result(run: _Run, coalition: Collection[str], wall_seconds: float) -> MethodResult:
+    world = run.world
+    return MethodResult(
+        status=run.status,
+        privacy=Privacy.of(run.ledger, coalition, **run.privacy_details),
+        abort=run.abort,
+        accuracy=None if run.mae is None else {"mae": run.mae},
+        communication=None
+        if world is None
+        else Communication.of_world(world, output_party=OUTPUT_PARTY),
+        details=run.details,
+        timing=Timing(
+            wall_seconds=wall_seconds,
+            key_agreement_seconds=0.0 if world is None else world.channels.key_agreement_seconds,
+        ),
+    )
+
+
+def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
+    """Every method of ``blr.methods`` on one split; see the module docstring."""
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
-    cfg = scenario.blr
+    cfg = _config(scenario)
     name, data = prepare(scenario, seed)
     budget = _Budget(scenario)
     streams = Streams(seed)
@@ -463,43 +504,81 @@ def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
     search_started = time.perf_counter()
     choice = _search(scenario, data, budget, seed) if projected else None
     search_seconds = time.perf_counter() - search_started
-    methods: dict[str, Any] = {}
+    runs: dict[str, _Run] = {}
+    walls: dict[str, float] = {}
     for method in cfg.methods:
         t0 = time.perf_counter()
         if method == "DDP":
-            methods[method] = _ddp(scenario, seed, data, budget)
+            runs[method] = _ddp(scenario, seed, data, budget)
         elif method == "proj_DDP":
             assert choice is not None
-            methods[method] = _proj_ddp(scenario, seed, data, budget, choice)
+            runs[method] = _proj_ddp(scenario, seed, data, budget, choice)
         else:
-            methods[method] = _central(method, scenario, data, budget, choice, streams)
-        methods[method]["wall_seconds"] = time.perf_counter() - t0
-    released = [m for m in methods.values() if m["status"] == "released"]
-    result: dict[str, Any] = {
-        "privsim_version": __version__,
-        "scenario_name": scenario.name,
-        "seed": seed,
-        "root_entropy": streams.entropy,
-        "protocol": "blr",
-        "status": "released" if released else "aborted",
-        "dataset": {
-            "name": name,
-            "train": int(data.x_train.shape[0]),
-            "test": int(data.x_test.shape[0]),
-            "dimension": data.dimension,
-        },
-        "privacy": {
-            "target_epsilon": scenario.privacy.epsilon,
-            "delta": scenario.privacy.delta,
-            "calibration": scenario.privacy.calibration,
+            runs[method] = _central(method, scenario, data, budget, choice, streams)
+        walls[method] = time.perf_counter() - t0
+
+    # The distributed methods' worlds share one realised coalition (same seed); the
+    # central methods are judged against it too, or against the named servers.
+    shown = next((m for m in reversed(DISTRIBUTED) if m in runs and runs[m].world), None)
+    main = runs[shown] if shown is not None else None
+    world = main.world if main is not None else None
+    realised: Collection[str] = (
+        world.coalition if world is not None else tuple(scenario.threat.colluding_servers)
+    )
+    methods = {
+        m: _method_result(r, r.world.coalition if r.world is not None else realised, walls[m])
+        for m, r in runs.items()
+    }
+    released = any(m.status == "released" for m in methods.values())
+    if world is not None and main is not None:
+        communication = Communication.of_world(world, output_party=OUTPUT_PARTY)
+        parties = Parties.of_world(world, main.clients, main.included)
+        coalition = Coalition.of_world(world, {}, view_complete=_view_complete(world, main.nodes))
+    else:
+        communication, parties = None, None
+        coalition = Coalition(members=tuple(sorted(scenario.threat.colluding_servers)))
+    return RunResult(
+        scenario_name=scenario.name,
+        protocol="blr",
+        seed=seed,
+        root_entropy=streams.entropy,
+        status="released" if released else "aborted",
+        abort=None
+        if released
+        else Abort(
+            reason="nothing_released",
+            detail="; ".join(f"{m}: {r.abort.reason}" for m, r in methods.items() if r.abort),
+        ),
+        privacy=Privacy.worst([m.privacy for m in methods.values()], notion=RUN_NOTION),
+        accuracy=None,
+        communication=communication,
+        parties=parties,
+        coalition=coalition,
+        methods=methods,
+        details={
+            "dataset": {
+                "name": name,
+                "train": int(data.x_train.shape[0]),
+                "test": int(data.x_test.shape[0]),
+                "dimension": data.dimension,
+            },
+            "thresholds": None
+            if choice is None
+            else {
+                "feature": choice.feature,
+                "target": choice.target,
+                "search_seconds": search_seconds,
+            },
             "noise_multiplier": budget.whole,
             "noise_multipliers_projected": [budget.moments, budget.statistics],
+            "calibration": scenario.privacy.calibration,
+            "traffic_of": shown,
         },
-        "thresholds": None
-        if choice is None
-        else {"feature": choice.feature, "target": choice.target, "search_seconds": search_seconds},
-        "methods": methods,
-        "wall_seconds": time.perf_counter() - started,
-        "scenario": scenario_to_dict(scenario),
-    }
-    return RunResult(data=result)
+        timing=Timing(
+            wall_seconds=time.perf_counter() - started,
+            key_agreement_seconds=sum(
+                r.world.channels.key_agreement_seconds for r in runs.values() if r.world
+            ),
+        ),
+        scenario=scenario.to_dict(),
+    )

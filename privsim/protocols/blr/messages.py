@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.dca.messages import DcaKinds, NodeAbort, NodeSum, ReceivedSet, Share
+from privsim.kit.securesum.messages import DcaKinds, NodeAbort, NodeSum, ReceivedSet, Share
 from privsim.sim.messages import Message, message
 
 __all__ = ["MOMENT_KINDS", "STATISTIC_KINDS", "ProjectionBounds"]

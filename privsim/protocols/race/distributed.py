@@ -22,8 +22,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.dca.inputs import ClientMessages
-from privsim.protocols.dca.maths import complete_shares, encode_fixed
+from privsim.kit.securesum.inputs import ClientMessages
+from privsim.kit.securesum.maths import complete_shares, encode_fixed
+from privsim.kit.securesum.outcome import SumOutcome
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.keystream import KeyStream
 from privsim.sim.messages import Message, message
@@ -60,7 +61,8 @@ def owner(agent: Agent, counts: F64, noise_scale: float, collector_id: str) -> B
 def collector(
     agent: Agent, owners: tuple[str, ...], size: int, deadline: float, noise_scale: float
 ) -> Behaviour:
-    """Sum the sketches that arrive by ``deadline``; a curator adds Laplace once."""
+    """Sum the sketches that arrive by ``deadline``; a curator adds Laplace once. The
+    outcome is the sum over the owners that arrived (the ``included`` mask)."""
     total = np.zeros(size)
     got: set[str] = set()
     while len(got) < len(owners):
@@ -73,7 +75,7 @@ def collector(
     if noise_scale > 0:
         total += agent.rng("laplace").laplace(0.0, noise_scale, size=size)
     included = np.array([o in got for o in owners])
-    return total, included
+    return SumOutcome(released=total, included=included)
 
 
 def gamma_noise(rng: np.random.Generator, size: int, scale: float, parts: int) -> F64:

@@ -1,176 +1,288 @@
 """One distributed private-sketching replication: shards, owners' sketches, the release
-on the bus by the scenario's mode, and its accuracy, privacy and cost."""
+on the bus by the scenario's mode, and its accuracy, privacy and cost.
+
+Accounting (one ledger entry, ``sketch``): the merged R × W counts have L1 sensitivity
+Δ₁ = R (add/remove; 2R replace-one), so Laplace(b = Δ₁/ε) per cell is ε-DP (Coleman &
+Shrivastava 2021, Lemma 3.1), recorded as ``LaplaceDpEvent(b/Δ₁ = 1/ε)``:
+
+- ``local``: each owner adds Laplace(b) to its own shard's sketch; shards are disjoint,
+  so the release is ε-DP trusting nobody.
+- ``curator``: the curator adds Laplace(b) once; it holds while the curator is honest.
+- ``dca``: a DCA secure sum whose noise comes in shares from the owners: Gamma
+  differences that add up to Laplace(b) from any K − T honest shares, or Gaussian shares
+  σ_i = σ/√(K − T − 1) (Heikkilä et al. 2017, Theorem 1, L2 sensitivity Δ₂ = √R); it holds
+  while not every compute node colludes.
+"""
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import dp_accounting
 import numpy as np
+import numpy.typing as npt
 
-from privsim import __version__
-from privsim.analysis.calibration import gaussian_sigma
-from privsim.analysis.ledger import PrivacyLedger
 from privsim.data.registry import load_dataset
-from privsim.protocols.dca import behaviours as dca
-from privsim.protocols.dca.maths import client_noise_std
-from privsim.protocols.outcome import SumOutcome
+from privsim.kit.result import (
+    Abort,
+    Coalition,
+    Communication,
+    Parties,
+    Privacy,
+    RunResult,
+    Timing,
+)
+from privsim.kit.securesum import round as securesum
+from privsim.kit.securesum.config import DcaConfig
+from privsim.kit.securesum.maths import client_noise_std
+from privsim.kit.securesum.outcome import SumOutcome
+from privsim.kit.world import agree_channels, build_world
+from privsim.protocols.race.config import RaceConfig
 from privsim.protocols.race.distributed import SketchShares, collector, owner
 from privsim.protocols.race.lsh import L2Hash
 from privsim.protocols.race.private import laplace_scale
 from privsim.protocols.race.sketch import RaceSketch
-from privsim.runner import (
-    OUTPUT_PARTY,
-    RunResult,
-    _channel_pairs,
-    build_world,
-    check_fixed_point,
-    dca_plan,
-    realised_event,
-    world_cost,
-)
 from privsim.scenarios.schema import Scenario
+from privsim.sim.agent import Agent
+from privsim.sim.calibration import gaussian_sigma
+from privsim.sim.ledger import PrivacyLedger, Trust
 from privsim.sim.streams import Streams
+from privsim.sim.world import World
 
 __all__ = ["run_race"]
 
+OUTPUT_PARTY = securesum.OUTPUT_PARTY
+MECHANISM = "sketch"
 
-def _points(scenario: Scenario, rng: np.random.Generator) -> np.ndarray:
-    cfg = scenario.race
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Noise:
+    """The release's calibration: Laplace scale b = Δ₁/ε of the whole release, and for
+    Gaussian DCA σ (at L2 sensitivity Δ₂ = √R, or 2√R replace-one) and each owner's σ_i."""
+
+    laplace_scale: float
+    sensitivity_l2: float
+    sigma_std: float = 0.0
+    client_noise_std: float = 0.0
+
+
+def _points(cfg: RaceConfig, rng: np.random.Generator) -> F64:
     if cfg.dataset == "skin":
-        return load_dataset("skin").X
+        return np.asarray(load_dataset("skin").X, dtype=np.float64)
     centres = rng.uniform(0, 255, size=(8, 3))
     labels = rng.integers(0, 8, cfg.synthetic_records)
     return np.clip(centres[labels] + rng.normal(0, 15, (cfg.synthetic_records, 3)), 0, 255)
 
 
-def run_race(scenario: Scenario, seed: int | None = None) -> RunResult:
-    from privsim.scenarios.loader import scenario_to_dict
+def _charge(
+    ledger: PrivacyLedger,
+    scenario: Scenario,
+    cfg: RaceConfig,
+    owners: tuple[str, ...],
+    nodes: tuple[str, ...],
+) -> _Noise:
+    """Charge the planned release with the parties it trusts; returns its calibration."""
+    priv = scenario.privacy
+    b = laplace_scale(cfg.rows, priv.epsilon, priv.neighbour)
+    sensitivity = math.sqrt(cfg.rows) * (2.0 if priv.neighbour == "replace_one" else 1.0)
+    laplace = dp_accounting.LaplaceDpEvent(1.0 / priv.epsilon)  # b/Δ₁
+    if cfg.mode == "local":
+        ledger.charge(MECHANISM, laplace, trust=Trust.nobody())
+        return _Noise(laplace_scale=b, sensitivity_l2=sensitivity)
+    if cfg.mode == "curator":
+        ledger.charge(
+            MECHANISM, laplace, trust=Trust.each(OUTPUT_PARTY, description="the curator honest")
+        )
+        return _Noise(laplace_scale=b, sensitivity_l2=sensitivity)
+    tolerated = scenario.table("dca", DcaConfig).tolerated
+    if cfg.noise == "gaussian":
+        sigma = gaussian_sigma(priv.epsilon, priv.delta, sensitivity, priv.calibration)
+        noise_std = client_noise_std(sigma, cfg.owners, tolerated)
+        securesum.charge(
+            ledger,
+            MECHANISM,
+            event=dp_accounting.GaussianDpEvent(sigma / sensitivity),
+            clients=owners,
+            nodes=nodes,
+            share_multiplier=noise_std / sensitivity,
+        )
+        return _Noise(
+            laplace_scale=b,
+            sensitivity_l2=sensitivity,
+            sigma_std=sigma,
+            client_noise_std=noise_std,
+        )
+    securesum.charge(
+        ledger,
+        MECHANISM,
+        event=laplace,
+        clients=owners,
+        nodes=nodes,
+        noise="gamma-laplace",
+        needed=cfg.owners - tolerated,
+    )
+    return _Noise(laplace_scale=b, sensitivity_l2=sensitivity)
 
+
+def _launch_dca(
+    world: World,
+    scenario: Scenario,
+    cfg: RaceConfig,
+    streams: Streams,
+    counts: tuple[F64, ...],
+    owners: tuple[str, ...],
+    nodes: tuple[str, ...],
+    noise: _Noise,
+) -> Agent:
+    """The owners as DCA clients (per-message delivery), the compute nodes and the
+    aggregator; returns the output party."""
+    tolerated = scenario.table("dca", DcaConfig).tolerated
+    securesum.check_fixed_point(
+        scenario, cfg.owners, float(max(c.max() for c in counts)), 40 * noise.laplace_scale
+    )
+    plan = securesum.plan(scenario, owners, nodes, cfg.rows * cfg.width, noise.client_noise_std)
+    inputs = SketchShares(
+        counts=counts,
+        noise=cfg.noise,
+        noise_std=noise.client_noise_std,
+        laplace_scale=noise.laplace_scale,
+        parts=max(1, cfg.owners - tolerated),
+        randomness=streams.keystream("race", "shares"),
+        seed_rngs=tuple(streams.generator("race", o, "noise") for o in owners),
+        fraction_bits=plan.fraction_bits,
+        n_nodes=len(nodes),
+    )
+    # SketchShares gives what the per-message client reads (messages(clients)).
+    return securesum.launch(world, plan, inputs, batched=False)
+
+
+def _launch_direct(
+    world: World, cfg: RaceConfig, counts: tuple[F64, ...], owners: tuple[str, ...], b: float
+) -> Agent:
+    """``local`` (owners add Laplace(b)) or ``curator`` (the collector adds it once)."""
+    local = cfg.mode == "local"
+    for agent, c in zip(world.add_parties("client", owners), counts, strict=True):
+        world.start(agent, owner(agent, c, b if local else 0.0, OUTPUT_PARTY))
+    out = world.add_party(OUTPUT_PARTY, "aggregator")
+    size = cfg.rows * cfg.width
+    world.start(out, collector(out, owners, size, cfg.timeout, 0.0 if local else b))
+    return out
+
+
+def _accuracy(
+    outcome: SumOutcome,
+    family: L2Hash,
+    cfg: RaceConfig,
+    counts: tuple[F64, ...],
+    queries: F64,
+) -> dict[str, float] | None:
+    """Mean relative error of the released sketch's normalised KDE against the
+    non-private merged sketch of the included owners, and the noise sd per cell."""
+    if outcome.released is None or outcome.included is None:
+        return None
+    reference = RaceSketch(family, cfg.width)
+    reference.counts = sum(
+        (counts[i] for i in np.flatnonzero(outcome.included)), np.zeros((cfg.rows, cfg.width))
+    )
+    private = RaceSketch(family, cfg.width)
+    private.counts = np.asarray(outcome.released, dtype=np.float64).reshape(cfg.rows, cfg.width)
+    truth = reference.query(queries) / max(reference.total, 1.0)
+    est = private.query(queries) / max(reference.total, 1.0)
+    ok = truth > 0
+    return {
+        "mre_vs_nonprivate_sketch": float(np.mean(np.abs(est[ok] - truth[ok]) / truth[ok])),
+        "noise_sd_per_cell": float(np.std(private.counts - reference.counts)),
+    }
+
+
+def _cells_known_exactly(cfg: RaceConfig, coalition: frozenset[str], nodes: tuple[str, ...]) -> int:
+    """Sketch cells the coalition sees without the calibrated noise: every cell when the
+    curator colludes (it sums the raw sketches) or every compute node does (each owner's
+    sketch, under only its own noise share); none otherwise."""
+    if cfg.mode == "curator" and OUTPUT_PARTY in coalition:
+        return cfg.rows * cfg.width
+    if cfg.mode == "dca" and nodes and all(n in coalition for n in nodes):
+        return cfg.rows * cfg.width
+    return 0
+
+
+def run_race(scenario: Scenario, seed: int) -> RunResult:
+    """One replication of the scenario's release mode at ``seed``."""
     started = time.perf_counter()
-    seed = scenario.seed if seed is None else seed
-    cfg, priv = scenario.race, scenario.privacy
+    cfg = scenario.table("race", RaceConfig)
+    priv = scenario.privacy
     streams = Streams(seed)
     rng = streams.generator("race", "data")
-    points = _points(scenario, rng)
+    points = _points(cfg, rng)
     order = rng.permutation(points.shape[0])
     queries = points[order[: cfg.queries]]
     shards = np.array_split(points[order[cfg.queries :]], cfg.owners)
     family = L2Hash.draw(cfg.rows, points.shape[1], cfg.bandwidth, streams.generator("race", "lsh"))
     counts = tuple(RaceSketch(family, cfg.width).add(s).counts for s in shards)
-    size = cfg.rows * cfg.width
     owners = tuple(f"owner-{k}" for k in range(cfg.owners))
-    b = laplace_scale(cfg.rows, priv.epsilon, priv.neighbour)
+    all_nodes = securesum.node_names(scenario)
+    nodes = all_nodes if cfg.mode == "dca" else ()
     ledger = PrivacyLedger(priv.epsilon, priv.delta, on_overspend=priv.on_overspend)
-    nodes: tuple[str, ...] = ()
+    world = build_world(
+        scenario,
+        streams,
+        [*owners, *nodes, OUTPUT_PARTY],
+        ignore_servers=() if nodes else all_nodes,
+    )
+    noise = _charge(ledger, scenario, cfg, owners, nodes)
     if cfg.mode == "dca":
-        nodes = tuple(f"compute-{k}" for k in range(scenario.population.compute_nodes))
-    world = build_world(scenario, streams, [*owners, *nodes, OUTPUT_PARTY], with_nodes=bool(nodes))
-    owner_agents = world.add_parties("client", owners)
-    sensitivity = math.sqrt(cfg.rows) * (2.0 if priv.neighbour == "replace_one" else 1.0)
-    noise_std = sigma = 0.0
-    if cfg.mode in ("local", "curator"):
-        event = dp_accounting.LaplaceDpEvent(1.0 / priv.epsilon)
-        ledger.charge("sketch", event)
-        for agent, c in zip(owner_agents, counts, strict=True):
-            world.start(agent, owner(agent, c, b if cfg.mode == "local" else 0.0, OUTPUT_PARTY))
-        out = world.add_party(OUTPUT_PARTY, "aggregator")
-        world.start(
-            out, collector(out, owners, size, cfg.timeout, b if cfg.mode == "curator" else 0.0)
-        )
+        out = _launch_dca(world, scenario, cfg, streams, counts, owners, nodes, noise)
     else:
-        tolerated = scenario.dca.tolerated
-        if cfg.noise == "gaussian":
-            sigma = gaussian_sigma(priv.epsilon, priv.delta, sensitivity, priv.calibration)
-            noise_std = client_noise_std(sigma, cfg.owners, tolerated)
-            ledger.charge("sketch", dp_accounting.GaussianDpEvent(sigma / sensitivity))
-        else:
-            ledger.charge("sketch", dp_accounting.LaplaceDpEvent(1.0 / priv.epsilon))
-        check_fixed_point(scenario, cfg.owners, float(max(c.max() for c in counts)), 40 * b)
-        plan = dca_plan(scenario, owners, nodes, size, noise_std)
-        inputs = SketchShares(
-            counts=counts,
-            noise=cfg.noise,
-            noise_std=noise_std,
-            laplace_scale=b,
-            parts=max(1, cfg.owners - tolerated),
-            randomness=streams.keystream("race", "shares"),
-            seed_rngs=tuple(streams.generator("race", o, "noise") for o in owners),
-            fraction_bits=plan.fraction_bits,
-            n_nodes=len(nodes),
-        )
-        for agent in owner_agents:
-            world.start(agent, dca.client(agent, inputs, plan))  # type: ignore[arg-type]
-        for node in nodes:
-            agent = world.add_party(node, "compute")
-            world.start(agent, dca.compute_node(agent, plan))
-        out = world.add_party(OUTPUT_PARTY, "aggregator")
-        world.start(out, dca.aggregator(out, plan))
-    if world.bus.encrypt:
-        pairs = _channel_pairs(world) if nodes else [(o, OUTPUT_PARTY) for o in owners]
-        world.channels.agree(pairs)
+        out = _launch_direct(world, cfg, counts, owners, noise.laplace_scale)
+    agree_channels(world, securesum.channel_pairs(world))
     world.run()
 
-    released: np.ndarray | None = None
-    included: np.ndarray | None = None
-    if isinstance(out.result, SumOutcome):
-        released, included = out.result.released, out.result.included
-        if cfg.noise == "gaussian":
-            ledger.settle(
-                "sketch",
-                realised_event(
-                    "dca", out.result, world, owners, nodes, noise_std, sigma, sensitivity
-                ),
-            )
-        elif included is not None:
-            honest = sum(1 for i in np.flatnonzero(included) if owners[i] not in world.coalition)
-            if honest < cfg.owners - scenario.dca.tolerated:  # fewer Gamma shares than Lap(b) needs
-                ledger.settle("sketch", dp_accounting.NonPrivateDpEvent())
-    elif isinstance(out.result, tuple):
-        released, included = out.result
-    reference = RaceSketch(family, cfg.width)
-    result: dict[str, Any] = {
-        "privsim_version": __version__,
-        "scenario_name": scenario.name,
-        "seed": seed,
-        "protocol": "race",
-        "mode": cfg.mode,
-        "status": "released" if released is not None else "aborted",
-        "owners": cfg.owners,
-        "accuracy": None,
-    }
-    if released is not None and included is not None:
-        reference.counts = sum(
-            (counts[i] for i in np.flatnonzero(included)), np.zeros((cfg.rows, cfg.width))
-        )
-        private = RaceSketch(family, cfg.width)
-        private.counts = np.asarray(released, dtype=np.float64).reshape(cfg.rows, cfg.width)
-        truth = reference.query(queries) / max(reference.total, 1.0)
-        est = private.query(queries) / max(reference.total, 1.0)
-        ok = truth > 0
-        result["accuracy"] = {
-            "mre_vs_nonprivate_sketch": float(np.mean(np.abs(est[ok] - truth[ok]) / truth[ok])),
-            "noise_sd_per_cell": float(np.std(private.counts - reference.counts)),
-            "included": int(included.sum()),
+    outcome = securesum.outcome_of(out)
+    if cfg.mode == "dca" or cfg.mode == "curator":
+        # Nothing leaves an aborted secure sum or a crashed curator: withheld.
+        securesum.settle(ledger, MECHANISM, outcome, owners)
+    else:
+        ledger.settle(MECHANISM)  # the owners sent their noisy sketches whatever came of them
+    included = (
+        None if outcome.included is None else [owners[i] for i in np.flatnonzero(outcome.included)]
+    )
+    comm = Communication.of_world(world, output_party=OUTPUT_PARTY)
+    details: dict[str, Any] = {"laplace_scale": noise.laplace_scale}
+    if cfg.mode == "dca" and cfg.noise == "gaussian":
+        details |= {
+            "sensitivity_l2": noise.sensitivity_l2,
+            "sigma_std": noise.sigma_std,
+            "client_noise_std": noise.client_noise_std,
+            "calibration": priv.calibration,
         }
-    cost = world_cost(world)
-    roles = {role: {k: getattr(rc, k) for k in rc.__slots__} for role, rc in cost.roles.items()}
-    eps = ledger.epsilon()
-    result["privacy"] = {
-        "target_epsilon": priv.epsilon,
-        "delta": priv.delta if cfg.noise == "gaussian" and cfg.mode == "dca" else 0.0,
-        "achieved_epsilon": eps if math.isfinite(eps) else "inf",
-        "guarantee_met": ledger.within_budget,
-        "laplace_scale": b,
-    }
-    result["communication"] = {
-        "messages": cost.messages,
-        "bytes": cost.bytes,
-        "bytes_per_owner": roles.get("client", {}).get("bytes_sent_mean"),
-        "rounds": cost.rounds,
-    }
-    result["wall_seconds"] = time.perf_counter() - started
-    result["scenario"] = scenario_to_dict(scenario)
-    return RunResult(data=result)
+    return RunResult(
+        scenario_name=scenario.name,
+        protocol="race",
+        seed=seed,
+        root_entropy=world.streams.entropy,
+        status="released" if outcome.ok else "aborted",
+        abort=None if outcome.ok else Abort(reason=str(outcome.abort), detail=outcome.detail),
+        privacy=Privacy.of(ledger, world.coalition, **details),
+        accuracy=_accuracy(outcome, family, cfg, counts, queries),
+        communication=comm,
+        parties=Parties.of_world(world, owners, included),
+        coalition=Coalition.of_world(
+            world, {"cells_known_exactly": _cells_known_exactly(cfg, world.coalition, nodes)}
+        ),
+        timing=Timing(
+            wall_seconds=time.perf_counter() - started,
+            key_agreement_seconds=world.channels.key_agreement_seconds,
+        ),
+        details={
+            "mode": cfg.mode,
+            "noise": cfg.noise if cfg.mode == "dca" else "laplace",
+            "owners": cfg.owners,
+            "bytes_per_owner": comm.roles.get("client", {}).get("bytes_sent_mean"),
+        },
+        scenario=scenario.to_dict(),
+    )

@@ -3,8 +3,8 @@ import math
 import dp_accounting
 import pytest
 
-from privsim.analysis.calibration import classic_sigma, exact_sigma
-from privsim.analysis.ledger import BudgetExceededError, OverspendWarning, PrivacyLedger
+from privsim.sim.calibration import classic_sigma, exact_sigma
+from privsim.sim.ledger import BudgetExceededError, OverspendWarning, PrivacyLedger
 
 
 def test_single_gaussian_charge_at_exact_calibration_fits_the_budget():

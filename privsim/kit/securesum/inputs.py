@@ -14,10 +14,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.dca.maths import complete_shares, encode_fixed
+from privsim.kit.securesum.maths import complete_shares, encode_fixed
 from privsim.sim.keystream import KeyStream
 
-__all__ = ["ClientData", "ClientInputs", "ClientMessages"]
+__all__ = ["ClientData", "ClientInputs", "ClientMessages", "ShareSource"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -42,6 +42,13 @@ class ClientMessages:
     z: F64
     eta: F64
     shares: npt.NDArray[np.uint64]
+
+
+class ShareSource(Protocol):
+    """What a DCA client needs: its data, noise and shares, for a chunk of clients
+    (:class:`ClientInputs`, or a protocol's own, e.g. RACE's sketch shares)."""
+
+    def messages(self, clients: npt.ArrayLike) -> ClientMessages: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,7 +8,7 @@ node takes exactly the shares that arrived by its deadline with
 per-message path, and asks the :class:`ShareRound` for its sum over the agreed set.
 
 The share round streams clients in chunks: it computes each client's messages from its
-deterministic streams (:class:`~privsim.protocols.dca.inputs.ClientInputs`), seals and
+deterministic streams (:class:`~privsim.kit.securesum.inputs.ClientInputs`), seals and
 opens every share with the real pairwise AES-GCM channel when encryption is on, and adds
 it into every node's accumulator. Memory stays at one chunk, whatever N and d; the sums
 are exactly those of the per-message path (addition in Z_{2^64} is order-free).
@@ -23,9 +23,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.dca.behaviours import DcaPlan, agree
-from privsim.protocols.dca.inputs import ClientInputs
-from privsim.protocols.dca.messages import Share
+from privsim.kit.securesum.behaviours import DcaPlan, agree
+from privsim.kit.securesum.inputs import ClientInputs
+from privsim.kit.securesum.messages import Share
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.coalition import ViewedMessage
 from privsim.sim.messages import encode, wire_size
@@ -143,7 +143,7 @@ def client_population(
 
 
 def compute_node_batched(agent: Agent, plan: DcaPlan, shares: NodeSums) -> Behaviour:
-    """The compute node of :func:`~privsim.protocols.dca.behaviours.compute_node`, taking
+    """The compute node of :func:`~privsim.kit.securesum.behaviours.compute_node`, taking
     its shares as one batch."""
     n = len(plan.clients)
     share_deadline = agent.now + plan.share_timeout

@@ -3,7 +3,7 @@ import warnings
 
 import pytest
 
-from privsim.analysis.calibration import (
+from privsim.sim.calibration import (
     ClassicCalibrationWarning,
     classic_sigma,
     exact_sigma,

@@ -1,4 +1,6 @@
-"""The claims of Heikkilä et al. (2017) §5, checked on a BLR study's rows.
+"""How a BLR study reads: its figure (test MAE of every method against ε, styled as the
+paper's Figure 2), its extra row columns, and the claims of Heikkilä et al. (2017) §5
+checked on its rows.
 
 Per grid cell (data set, ε, …) over the released repetitions:
 
@@ -14,11 +16,65 @@ Per grid cell (data set, ε, …) over the released repetitions:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["figure2_checks"]
+from privsim.kit.spec import FigureKit
+
+__all__ = ["METHOD_STYLE", "figure2_checks", "figures", "flatten", "sections"]
+
+#: Line styles of the BLR methods, as in the paper's Figure 2.
+METHOD_STYLE = {
+    "NP": ("black", "-"),
+    "proj_NP": ("grey", "--"),
+    "TA": ("tab:blue", "-"),
+    "proj_TA": ("tab:blue", "--"),
+    "DDP": ("tab:orange", "-"),
+    "proj_DDP": ("tab:orange", "--"),
+    "input_perturbation": ("tab:red", ":"),
+}
+
+SECTION_TITLE = "Distributed against trusted aggregator, with and without projection"
+SECTION_NOTE = (
+    "Median test MAE per cell. ≈: the difference of the medians is smaller than both "
+    "interquartile ranges; (p): two-sided Mann–Whitney U p-value of the two methods' "
+    "MAEs. Projection helps: both projected medians are below the unprojected ones."
+)
+
+
+def _mae(method: str) -> str:
+    return f"methods.{method}.accuracy.mae"
+
+
+def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
+    """BLR's own row columns: clients included per distributed method (per round for
+    proj DDP) and the projection thresholds of the auxiliary search."""
+    included = {
+        name: {k: m["details"][k] for k in ("included", "included_round1") if k in m["details"]}
+        for name, m in result["methods"].items()
+        if m.get("details")
+    }
+    thresholds = result["blr"]["thresholds"]
+    return {
+        "methods": {name: cols for name, cols in included.items() if cols},
+        "blr": {
+            "thresholds": thresholds and {k: thresholds[k] for k in ("feature", "target")},
+        },
+    }
+
+
+def figures(kit: FigureKit, summary: Any) -> list[Path]:
+    """Test MAE of every method against ε (input perturbation runs off the chart)."""
+    return kit.by_method("accuracy.mae", METHOD_STYLE, off_chart=("input_perturbation",))
+
+
+def sections(frame: Any) -> list[tuple[str, str]]:
+    """The Figure 2 checks, when the study ran the four methods they compare."""
+    checks = figure2_checks(frame)
+    return [(SECTION_TITLE, SECTION_NOTE + "\n\n" + checks)] if checks else []
 
 
 def _stats(values: Any) -> tuple[float, float, float]:
@@ -48,7 +104,7 @@ def _p_value(a: Any, b: Any) -> float:
 def figure2_checks(frame: Any) -> str:
     """A Markdown table of the three checks, one row per grid cell (empty if the study
     lacks the methods)."""
-    need = {"mae.TA", "mae.DDP", "mae.proj_TA", "mae.proj_DDP"}
+    need = {_mae("TA"), _mae("DDP"), _mae("proj_TA"), _mae("proj_DDP")}
     if not need <= set(frame.columns):
         return ""
     keys = sorted(c for c in frame.columns if c.startswith("grid."))
@@ -64,22 +120,22 @@ def figure2_checks(frame: Any) -> str:
         "input pert. / DDP",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    ip = "mae.input_perturbation" in frame.columns
+    ip = _mae("input_perturbation") in frame.columns
     for coords, group in ok.groupby(keys, sort=True) if keys else [((), ok)]:
         coords = coords if isinstance(coords, tuple) else (coords,)
-        ta, ddp = _stats(group["mae.TA"]), _stats(group["mae.DDP"])
-        pta, pddp = _stats(group["mae.proj_TA"]), _stats(group["mae.proj_DDP"])
+        ta, ddp = _stats(group[_mae("TA")]), _stats(group[_mae("DDP")])
+        pta, pddp = _stats(group[_mae("proj_TA")]), _stats(group[_mae("proj_DDP")])
         helps = pta[0] < ta[0] and pddp[0] < ddp[0]
-        ratio = _stats(group["mae.input_perturbation"])[0] / ddp[0] if ip else np.nan
+        ratio = _stats(group[_mae("input_perturbation")])[0] / ddp[0] if ip else np.nan
         cells = [str(c) for c in coords] + [
             f"{ta[0]:.3g}",
             f"{ddp[0]:.3g}",
             ("yes" if _close(ta, ddp) else "**no**")
-            + f" ({_p_value(group['mae.TA'], group['mae.DDP']):.2f})",
+            + f" ({_p_value(group[_mae('TA')], group[_mae('DDP')]):.2f})",
             f"{pta[0]:.3g}",
             f"{pddp[0]:.3g}",
             ("yes" if _close(pta, pddp) else "**no**")
-            + f" ({_p_value(group['mae.proj_TA'], group['mae.proj_DDP']):.2f})",
+            + f" ({_p_value(group[_mae('proj_TA')], group[_mae('proj_DDP')]):.2f})",
             "yes" if helps else "**no**",
             f"{ratio:.2g}",
         ]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.outcome import AbortReason, SumOutcome
+from privsim.kit.securesum.outcome import AbortReason, SumOutcome
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.messages import Message, message
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.dca.maths import decode_fixed, reconstruct
-from privsim.protocols.dca.messages import Share
+from privsim.kit.securesum.maths import decode_fixed, reconstruct
+from privsim.kit.securesum.messages import Share
 from privsim.sim.coalition import CoalitionView
 
 __all__ = ["reconstructed_dca_inputs"]

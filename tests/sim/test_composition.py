@@ -10,14 +10,14 @@ import dp_accounting
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 
-from privsim.analysis.calibration import (
+from privsim.sim.calibration import (
     ClassicCalibrationWarning,
     classic_sigma,
     exact_sigma,
     gaussian_epsilon,
     split_gaussian,
 )
-from privsim.analysis.ledger import BudgetExceededError, PrivacyLedger, epsilon_of
+from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, epsilon_of
 
 
 def _pld_epsilon(events, delta):

@@ -10,10 +10,10 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
-from privsim.protocols.dca.inputs import ClientInputs
-from privsim.protocols.dca.maths import decode_fixed
-from privsim.protocols.dca.messages import DCA_KINDS, DcaKinds, NodeAbort, NodeSum
-from privsim.protocols.outcome import AbortReason, SumOutcome
+from privsim.kit.securesum.inputs import ShareSource
+from privsim.kit.securesum.maths import decode_fixed
+from privsim.kit.securesum.messages import DCA_KINDS, DcaKinds, NodeAbort, NodeSum
+from privsim.kit.securesum.outcome import AbortReason, SumOutcome
 from privsim.sim.agent import Agent, Behaviour
 
 __all__ = ["DcaPlan", "aggregator", "agree", "client", "compute_node"]
@@ -42,7 +42,7 @@ class DcaPlan:
     kinds: DcaKinds = DCA_KINDS
 
 
-def client(agent: Agent, inputs: ClientInputs, plan: DcaPlan) -> Behaviour:
+def client(agent: Agent, inputs: ShareSource, plan: DcaPlan) -> Behaviour:
     """Steps 1–2: add η_i ~ N(0, σ²_client I), encode, split into M shares, send share k to node k."""
     mine = inputs.messages([agent.role_index])
     agent.remember(plan.kinds.state_key("input"), mine.z[0])

@@ -1,0 +1,78 @@
+"""The user's entry points: run a scenario, load and change scenarios, run studies.
+
+``run(scenario, seed)`` is the one way to run anything: it looks the scenario's protocol
+up in the registry and calls its run function, a pure function of (scenario, seed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from privsim import registry
+from privsim.kit.result import RunResult
+from privsim.scenarios.loader import builtin_scenario, load_scenario
+from privsim.scenarios.schema import Scenario
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from privsim.studies.study import Study
+    from privsim.studies.sweep import SweepSummary
+
+__all__ = [
+    "builtin_scenario",
+    "load_results",
+    "load_scenario",
+    "load_study",
+    "protocols",
+    "replace",
+    "run",
+    "sweep",
+]
+
+
+def run(scenario: Scenario, seed: int | None = None) -> RunResult:
+    """Run ``scenario`` at ``seed`` (default: the scenario's own seed)."""
+    spec = registry.get(scenario.protocol)
+    return spec.run(scenario, scenario.seed if seed is None else seed)
+
+
+def protocols() -> dict[str, str]:
+    """Every registered protocol with its one-line summary."""
+    return {name: spec.summary for name, spec in registry.specs().items()}
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and validate a study TOML (every cell is checked before any work)."""
+    from privsim.studies.study import load_study as _load
+
+    return _load(path)
+
+
+def sweep(
+    study: Study | str | Path,
+    out: str | Path,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> SweepSummary:
+    """Run a study into the results directory ``out`` (resuming what is there)."""
+    from privsim.studies.sweep import sweep as _sweep
+
+    if not hasattr(study, "tasks"):
+        study = load_study(study)  # type: ignore[arg-type]
+    return _sweep(study, out, scheduler=scheduler, workers=workers)  # type: ignore[arg-type]
+
+
+def load_results(directory: str | Path) -> pd.DataFrame:
+    """A study's rows as a pandas DataFrame (nested fields as dotted columns)."""
+    from privsim.studies.store import load
+
+    return load(directory)
+
+
+def replace(scenario: Scenario, changes: Mapping[str, Any]) -> Scenario:
+    """``scenario`` with dotted fields changed (same as ``scenario.replace(changes)``)."""
+    return scenario.replace(changes)

@@ -1,0 +1,35 @@
+"""The ``[data]`` table of the secure-sum protocols: each client's synthetic vector."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from privsim.scenarios.errors import FieldError, require_positive
+
+__all__ = ["DataConfig"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataConfig:
+    """Each client's d-dimensional vector z_i. ``synthetic``: coordinates mean + scale·u
+    with u standard normal (``distribution = "gaussian"``) or uniform with unit variance
+    (``"uniform"``, cheaper at scale), then clipped by the client to L2 norm ``clip_norm``."""
+
+    source: Literal["synthetic"] = "synthetic"
+    distribution: Literal["gaussian", "uniform"] = "gaussian"
+    dimension: int = 10
+    clip_norm: float = 1.0
+    mean: float = 0.0
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.dimension < 1:
+            raise FieldError(
+                "data.dimension", f"must be >= 1, got {self.dimension}", "set dimension >= 1"
+            )
+        require_positive("data.clip_norm", self.clip_norm)
+        if not self.scale >= 0:
+            raise FieldError(
+                "data.scale", f"must be >= 0, got {self.scale}", "give a non-negative scale"
+            )

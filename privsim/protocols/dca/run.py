@@ -1,0 +1,312 @@
+"""A DCA secure-sum run (or its trusted-aggregator baseline): synthetic client vectors,
+one round on the bus, and what it achieved.
+
+:func:`simulate` builds one world for one protocol and returns it with the outcome (for
+tests and analyses that want the trace or the coalition view); :func:`run_dca` and
+:func:`run_trusted_aggregator` summarise it into a :class:`~privsim.kit.result.RunResult`
+— the DCA run with the trusted aggregator on the same data as a baseline method when
+the scenario asks for one.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import dp_accounting
+import numpy as np
+import numpy.typing as npt
+
+from privsim.data.synthetic import SyntheticVectors
+from privsim.kit.result import (
+    Abort,
+    Coalition,
+    Communication,
+    MethodResult,
+    Parties,
+    Privacy,
+    RunResult,
+    Timing,
+)
+from privsim.kit.securesum import round as securesum
+from privsim.kit.securesum.config import DcaConfig
+from privsim.kit.securesum.inputs import ClientData, ClientInputs
+from privsim.kit.securesum.maths import client_noise_std
+from privsim.kit.securesum.outcome import SumOutcome
+from privsim.kit.world import agree_channels, build_world
+from privsim.protocols.dca import trusted_aggregator as ta
+from privsim.protocols.dca.coalition import reconstructed_dca_inputs
+from privsim.protocols.dca.config import DataConfig
+from privsim.scenarios.schema import Scenario
+from privsim.sim.calibration import gaussian_sigma
+from privsim.sim.ledger import PrivacyLedger, Trust
+from privsim.sim.streams import Streams
+from privsim.sim.world import World
+
+__all__ = ["Simulation", "run_dca", "run_trusted_aggregator", "simulate"]
+
+OUTPUT_PARTY = securesum.OUTPUT_PARTY
+MECHANISM = "secure-sum"
+
+#: From this many clients, ``dca.delivery = "auto"`` sends the client shares in batches.
+BATCHED_FROM_CLIENTS = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Simulation:
+    """One simulated round with everything needed to analyse it."""
+
+    scenario: Scenario
+    seed: int
+    protocol: str
+    world: World
+    outcome: SumOutcome
+    data: ClientData
+    clients: tuple[str, ...]
+    nodes: tuple[str, ...]
+    ledger: PrivacyLedger
+    sensitivity: float
+    sigma_std: float
+    client_noise_std: float
+    wall_seconds: float
+    delivery: str
+
+    @property
+    def true_sum(self) -> npt.NDArray[np.float64]:
+        """Σ z_i over every client (the target without dropouts)."""
+        return self.data.sum()
+
+    def included_sum(self) -> npt.NDArray[np.float64] | None:
+        """Σ z_i over the clients the protocol included (the target it actually estimates)."""
+        if self.outcome.included is None:
+            return None
+        return self.data.sum(self.outcome.included)
+
+    def privacy(self) -> Privacy:
+        """The ledger's guarantee against the realised coalition."""
+        return Privacy.of(
+            self.ledger,
+            self.world.coalition,
+            sensitivity_l2=self.sensitivity,
+            sigma_std=self.sigma_std,
+            client_noise_std=self.client_noise_std,
+            calibration=self.scenario.privacy.calibration,
+        )
+
+
+def sensitivity(scenario: Scenario) -> float:
+    """L2 sensitivity of Σ z_i with ||z_i|| <= C: 2C for replace-one, C for add/remove."""
+    c = scenario.table("data", DataConfig).clip_norm
+    return 2.0 * c if scenario.privacy.neighbour == "replace_one" else c
+
+
+def _delivery(scenario: Scenario) -> str:
+    """Resolve ``dca.delivery``. Batched delivery keeps no per-share view for colluding
+    compute nodes, so a scenario with one uses the per-message path."""
+    choice = scenario.table("dca", DcaConfig).delivery
+    node_colludes = any(s.startswith("compute-") for s in scenario.threat.colluding_servers)
+    if choice == "batched" and node_colludes:
+        raise ValueError(
+            "dca.delivery = 'batched' cannot record the shares colluding compute nodes receive; "
+            "use delivery = 'per_message' (or 'auto') with threat.colluding_servers naming compute nodes"
+        )
+    if choice == "auto":
+        batched = scenario.population.clients >= BATCHED_FROM_CLIENTS and not node_colludes
+        return "batched" if batched else "per_message"
+    return choice
+
+
+def simulate(
+    scenario: Scenario,
+    seed: int | None = None,
+    *,
+    protocol: str | None = None,
+    keep_envelopes: bool = False,
+) -> Simulation:
+    """Simulate ``protocol`` (``"dca"`` or ``"trusted_aggregator"``; default: the
+    scenario's) on the scenario's data and network."""
+    started = time.perf_counter()
+    seed = scenario.seed if seed is None else seed
+    protocol = protocol or scenario.protocol
+    if protocol not in ("dca", "trusted_aggregator"):
+        raise ValueError(f"simulate runs 'dca' or 'trusted_aggregator', not {protocol!r}")
+    streams = Streams(seed)
+    data_cfg = scenario.table("data", DataConfig)
+    cfg = scenario.table("dca", DcaConfig)
+    n, d = scenario.population.clients, data_cfg.dimension
+    clients = tuple(f"client-{i}" for i in range(n))
+    all_nodes = securesum.node_names(scenario)
+    nodes = all_nodes if protocol == "dca" else ()
+
+    data = SyntheticVectors(  # each client clips its own vector
+        n,
+        d,
+        mean=data_cfg.mean,
+        scale=data_cfg.scale,
+        clip_norm=data_cfg.clip_norm,
+        stream=streams.keystream("data", "synthetic"),
+        distribution=data_cfg.distribution,
+    )
+    delta_l2 = sensitivity(scenario)
+    privacy = scenario.privacy
+    sigma_std = gaussian_sigma(privacy.epsilon, privacy.delta, delta_l2, privacy.calibration)
+    ledger = PrivacyLedger(privacy.epsilon, privacy.delta, on_overspend=privacy.on_overspend)
+    planned = dp_accounting.GaussianDpEvent(sigma_std / delta_l2)
+    world = build_world(
+        scenario,
+        streams,
+        [*clients, *nodes, OUTPUT_PARTY],
+        ignore_servers=() if nodes else all_nodes,
+        keep_envelopes=keep_envelopes,
+    )
+    if protocol == "dca":
+        noise_std = client_noise_std(sigma_std, n, cfg.tolerated)
+        securesum.charge(
+            ledger,
+            MECHANISM,
+            event=planned,
+            clients=clients,
+            nodes=nodes,
+            share_multiplier=noise_std / delta_l2,
+        )
+        securesum.check_fixed_point(scenario, n, data_cfg.clip_norm, noise_std)
+        plan = securesum.plan(scenario, clients, nodes, d, noise_std)
+        inputs = ClientInputs(
+            data=data,
+            noise=streams.keystream("dca", "noise"),
+            randomness=streams.keystream("dca", "shares"),
+            noise_std=noise_std,
+            fraction_bits=cfg.fraction_bits,
+            n_nodes=len(nodes),
+        )
+        delivery = _delivery(scenario)
+        out = securesum.launch(world, plan, inputs, batched=delivery == "batched")
+    else:
+        ledger.charge(
+            MECHANISM, planned, trust=Trust.each(OUTPUT_PARTY, description="the curator honest")
+        )
+        noise_std = 0.0
+        delivery = "per_message"
+        ta_plan = ta.TrustedAggregatorPlan(
+            clients=clients,
+            curator=OUTPUT_PARTY,
+            dimension=d,
+            sigma=sigma_std,
+            timeout=cfg.share_timeout,
+        )
+        for agent in world.add_parties("client", clients):
+            world.start(agent, ta.client(agent, data.rows([agent.role_index])[0], ta_plan))
+        out = world.add_party(OUTPUT_PARTY, "aggregator")
+        world.start(out, ta.curator(out, ta_plan))
+
+    agree_channels(world, securesum.channel_pairs(world))
+    world.run()
+    outcome = securesum.outcome_of(out)
+    securesum.settle(ledger, MECHANISM, outcome, clients)
+    return Simulation(
+        scenario=scenario,
+        seed=seed,
+        protocol=protocol,
+        world=world,
+        outcome=outcome,
+        data=data,
+        clients=clients,
+        nodes=nodes,
+        ledger=ledger,
+        sensitivity=delta_l2,
+        sigma_std=sigma_std,
+        client_noise_std=noise_std,
+        wall_seconds=time.perf_counter() - started,
+        delivery=delivery,
+    )
+
+
+def _errors(sim: Simulation) -> dict[str, float] | None:
+    released = sim.outcome.released
+    included = sim.included_sum()
+    if released is None or included is None:
+        return None
+    d = released.size
+    vs_included = released - included
+    vs_all = released - sim.true_sum
+    return {
+        "l2_error": float(np.linalg.norm(vs_included)),
+        "rmse": float(np.linalg.norm(vs_included) / math.sqrt(d)),
+        "relative_l2_error": float(
+            np.linalg.norm(vs_included) / max(float(np.linalg.norm(included)), 1e-300)
+        ),
+        "l2_error_vs_all_clients": float(np.linalg.norm(vs_all)),
+        "rmse_vs_all_clients": float(np.linalg.norm(vs_all) / math.sqrt(d)),
+    }
+
+
+def _abort(sim: Simulation) -> Abort | None:
+    if sim.outcome.ok:
+        return None
+    return Abort(reason=str(sim.outcome.abort), detail=sim.outcome.detail)
+
+
+def _included(sim: Simulation) -> list[str]:
+    if sim.outcome.included is None:
+        return []
+    return [sim.clients[i] for i in np.flatnonzero(sim.outcome.included)]
+
+
+def _exposure(sim: Simulation) -> dict[str, Any]:
+    """Honest clients whose z_i + η_i the coalition reconstructs from every node's share
+    (its own members' inputs are not counted: it knows them anyway)."""
+    if not sim.nodes:
+        return {"inputs_reconstructed": 0}
+    bits = sim.scenario.table("dca", DcaConfig).fraction_bits
+    found = reconstructed_dca_inputs(sim.world.coalition_view(), sim.nodes, bits)
+    return {"inputs_reconstructed": sum(1 for c in found if c not in sim.world.coalition)}
+
+
+def _result(sim: Simulation, methods: dict[str, MethodResult]) -> RunResult:
+    world = sim.world
+    return RunResult(
+        scenario_name=sim.scenario.name,
+        protocol=sim.protocol,
+        seed=sim.seed,
+        root_entropy=world.streams.entropy,
+        status="released" if sim.outcome.ok else "aborted",
+        abort=_abort(sim),
+        privacy=sim.privacy(),
+        accuracy=_errors(sim),
+        communication=Communication.of_world(world, output_party=OUTPUT_PARTY),
+        parties=Parties.of_world(world, sim.clients, _included(sim) if sim.outcome.ok else None),
+        coalition=Coalition.of_world(world, _exposure(sim)),
+        timing=Timing(
+            wall_seconds=sim.wall_seconds,
+            key_agreement_seconds=world.channels.key_agreement_seconds,
+        ),
+        methods=methods,
+        details={"delivery": sim.delivery},
+        scenario=sim.scenario.to_dict(),
+    )
+
+
+def _baseline(scenario: Scenario, seed: int) -> MethodResult:
+    base = simulate(scenario, seed, protocol="trusted_aggregator")
+    return MethodResult(
+        status="released" if base.outcome.ok else "aborted",
+        abort=_abort(base),
+        privacy=base.privacy(),
+        accuracy=_errors(base),
+        communication=Communication.of_world(base.world, output_party=OUTPUT_PARTY),
+        timing=Timing(wall_seconds=base.wall_seconds),
+    )
+
+
+def run_dca(scenario: Scenario, seed: int) -> RunResult:
+    """A DCA round, and the trusted aggregator on the same data if ``scenario.baseline``."""
+    main = simulate(scenario, seed, protocol="dca")
+    methods = {"trusted_aggregator": _baseline(scenario, seed)} if scenario.baseline else {}
+    return _result(main, methods)
+
+
+def run_trusted_aggregator(scenario: Scenario, seed: int) -> RunResult:
+    """The trusted-aggregator round alone."""
+    return _result(simulate(scenario, seed, protocol="trusted_aggregator"), {})

@@ -1,0 +1,42 @@
+"""The ``[race]`` table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from privsim.scenarios.errors import FieldError, require_positive
+
+__all__ = ["RaceConfig"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RaceConfig:
+    """Distributed private RACE sketching (protocol ``"race"``, Coleman & Shrivastava
+    2021): ``owners`` (K) data owners each sketch a shard of ``dataset`` (``"skin"`` from
+    the registry, or ``"synthetic"``: ``synthetic_records`` points in [0, 255]³) with
+    ``rows`` × ``width`` counts under shared L2 LSH functions of ``bandwidth``; the merged
+    sketch is released by ``mode`` ``"local"`` (each owner adds Laplace), ``"dca"``
+    (secure sum with distributed ``noise``: ``"laplace"`` as Gamma differences, pure ε, or
+    ``"gaussian"``, (ε, δ)) or ``"curator"`` (a trusted curator adds Laplace). Accuracy:
+    mean relative error of the normalised query on ``queries`` held-out points."""
+
+    mode: Literal["local", "dca", "curator"] = "dca"
+    noise: Literal["laplace", "gaussian"] = "laplace"
+    dataset: Literal["skin", "synthetic"] = "synthetic"
+    synthetic_records: int = 50_000
+    owners: int = 10
+    rows: int = 80
+    width: int = 1000
+    bandwidth: float = 5.0
+    queries: int = 500
+    timeout: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("owners", "rows", "width", "queries", "synthetic_records"):
+            if getattr(self, name) < 1:
+                raise FieldError(
+                    f"race.{name}", f"must be >= 1, got {getattr(self, name)}", "give 1 or more"
+                )
+        require_positive("race.bandwidth", self.bandwidth)
+        require_positive("race.timeout", self.timeout)

@@ -1,0 +1,242 @@
+"""Conversion between plain data (as parsed from TOML) and frozen config dataclasses.
+
+Driven by the dataclasses' type hints: every field is checked for its type, unknown keys
+are refused with the list of known ones, and errors name the dotted field path and the
+fix. Any protocol's config table goes through the same conversion.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from privsim.scenarios.errors import FieldError, ScenarioError
+from privsim.sim.latency import (
+    ConstantLatency,
+    EmpiricalLatency,
+    LatencyModel,
+    LogNormalLatency,
+    UniformLatency,
+)
+
+__all__ = ["LATENCY_MODELS", "from_plain", "plain_fields", "set_fields", "to_plain"]
+
+LATENCY_MODELS: dict[str, type] = {
+    "constant": ConstantLatency,
+    "uniform": UniformLatency,
+    "lognormal": LogNormalLatency,
+    "empirical": EmpiricalLatency,
+}
+_MODEL_NAMES = {cls: name for name, cls in LATENCY_MODELS.items()}
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _describe(value: Any) -> str:
+    names = {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "a list",
+        dict: "a table",
+    }
+    return f"{value!r} ({names.get(type(value), type(value).__name__)})"
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if tp is LatencyModel:
+        return _latency(value, path)
+    if origin is Literal:
+        options = typing.get_args(tp)
+        if value not in options:
+            raise ScenarioError(path, f"got {_describe(value)}", f"use one of {list(options)}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None and len(args) < len(typing.get_args(tp)):
+            return None
+        for arg in args:
+            try:
+                return _convert(value, arg, path)
+            except ScenarioError:
+                continue
+        expected = " or ".join(_type_name(a) for a in args)
+        raise ScenarioError(
+            path, f"expected {expected}, got {_describe(value)}", f"write {expected}"
+        )
+    if origin is tuple:
+        items = typing.get_args(tp)
+        if not isinstance(value, list | tuple):
+            raise ScenarioError(
+                path, f"expected a list, got {_describe(value)}", "write a TOML array [...]"
+            )
+        if len(items) == 2 and items[1] is Ellipsis:
+            return tuple(_convert(v, items[0], f"{path}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(items):
+            raise ScenarioError(
+                path, f"expected {len(items)} items, got {len(value)}", f"write {len(items)} items"
+            )
+        return tuple(
+            _convert(v, a, f"{path}[{i}]")
+            for i, (v, a) in enumerate(zip(value, items, strict=True))
+        )
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _dataclass(tp, value, path)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ScenarioError(
+                path, f"expected true or false, got {_describe(value)}", "write true or false"
+            )
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ScenarioError(
+                path, f"expected an integer, got {_describe(value)}", "write a whole number"
+            )
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ScenarioError(
+                path, f"expected a number, got {_describe(value)}", "write a number, e.g. 0.5"
+            )
+        if math.isnan(value):
+            raise ScenarioError(path, "got nan", "write a number")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ScenarioError(
+                path, f"expected a string, got {_describe(value)}", 'write a quoted string "..."'
+            )
+        return value
+    raise TypeError(f"unsupported scenario field type {tp!r} at {path}")
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is tuple:
+        return "a list"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
+        tp, str(tp)
+    )
+
+
+def _latency(value: Any, path: str) -> LatencyModel:
+    if isinstance(value, LatencyModel):
+        return value
+    if not isinstance(value, Mapping) or "model" not in value:
+        raise ScenarioError(
+            path,
+            f"expected a latency table with a 'model' key, got {_describe(value)}",
+            f'write e.g. {{ model = "lognormal", median = 0.05, sigma = 0.5 }}; models: {list(LATENCY_MODELS)}',
+        )
+    name = value["model"]
+    cls = LATENCY_MODELS.get(name)
+    if cls is None:
+        raise ScenarioError(
+            _join(path, "model"),
+            f"unknown latency model {name!r}",
+            f"use one of {list(LATENCY_MODELS)}",
+        )
+    rest = {k: v for k, v in value.items() if k != "model"}
+    model: LatencyModel = _dataclass(cls, rest, path)
+    return model
+
+
+def _dataclass(cls: type, value: Any, path: str) -> Any:
+    if dataclasses.is_dataclass(value) and isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise ScenarioError(
+            path, f"expected a table, got {_describe(value)}", f"write a [{path}] table"
+        )
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(value) - set(fields))
+    if unknown:
+        raise ScenarioError(
+            _join(path, unknown[0]), "unknown field", f"remove it, or use one of {sorted(fields)}"
+        )
+    kwargs = {}
+    for name, f in fields.items():
+        if name in value:
+            kwargs[name] = _convert(value[name], hints[name], _join(path, name))
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ScenarioError(
+                _join(path, name),
+                "missing required field",
+                f"add {name} = ... to [{path or 'top level'}]",
+            )
+    try:
+        return cls(**kwargs)
+    except FieldError as exc:
+        raise ScenarioError(exc.field, exc.problem, exc.fix) from None
+    except ValueError as exc:
+        text = str(exc)
+        first = text.split(" ", 1)[0]
+        where = _join(path, first) if first in fields else path
+        raise ScenarioError(where, text, "correct the value") from None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, LatencyModel) and dataclasses.is_dataclass(value):
+        return {"model": _MODEL_NAMES[type(value)], **_plain_fields(value)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain_fields(value)
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _plain_fields(obj: Any) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(obj):
+        if not f.init:
+            continue
+        v = getattr(obj, f.name)
+        if v is None:
+            continue
+        out[f.name] = _plain(v)
+    return out
+
+
+def from_plain(cls: type, value: Any, path: str) -> Any:
+    """Validate ``value`` (a table) into the config dataclass ``cls``; ``path`` is the
+    table's dotted name, used in errors."""
+    return _dataclass(cls, value, path)
+
+
+def to_plain(value: Any) -> Any:
+    """A config value as plain data (lists, dicts, numbers, strings)."""
+    return _plain(value)
+
+
+def plain_fields(obj: Any) -> dict[str, Any]:
+    """A config dataclass's fields as plain data (``None`` fields left out)."""
+    return _plain_fields(obj)
+
+
+def set_fields(base: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of the plain scenario ``base`` with dotted ``fields`` set
+    (``{"dca.tolerated": 5}``); missing tables are created."""
+    out = copy.deepcopy(dict(base))
+    for path, value in fields.items():
+        node = out
+        *parents, leaf = path.split(".")
+        for p in parents:
+            child = node.get(p)
+            if not isinstance(child, dict):
+                child = {}
+                node[p] = child
+            node = child
+        node[leaf] = value
+    return out

@@ -1,0 +1,180 @@
+"""The contract every registered protocol keeps, parametrised over the registry: a
+protocol is held to it the day it is registered (built-in or plug-in).
+
+For each protocol, on its spec's small example scenario:
+- ``privsim run`` works and prints the common report; a one-cell sweep works;
+- the result and the flattened study row carry the common fields;
+- the same seed gives the same result (timings aside);
+- with no coalition the achieved ε is within the target;
+- a coalition that includes every party an event trusts makes that release ε = ∞,
+  reported as not met (read from the ledger's own event records, so a new trust
+  assumption is covered without editing this test);
+- a bad value or an unknown key in each of the protocol's tables is a named error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+import warnings
+from typing import Any
+
+import pytest
+import tomli_w
+
+from privsim import registry
+from privsim.api import run
+from privsim.cli import main
+from privsim.kit.result import without_timing
+from privsim.scenarios import ScenarioError, scenario_from_dict
+from privsim.scenarios.convert import set_fields
+from privsim.studies.store import load
+from privsim.studies.study import study_from_dict
+from privsim.studies.sweep import sweep
+
+SPECS = registry.specs()
+COMMON_RESULT_KEYS = {
+    "privsim_version",
+    "scenario_name",
+    "protocol",
+    "seed",
+    "root_entropy",
+    "status",
+    "abort",
+    "privacy",
+    "accuracy",
+    "parties",
+    "communication",
+    "coalition",
+    "methods",
+    "timing",
+    "scenario",
+}
+COMMON_ROW_COLUMNS = (
+    "protocol",
+    "status",
+    "privacy.target_epsilon",
+    "privacy.achieved_epsilon",
+    "privacy.delta",
+    "privacy.guarantee_met",
+    "timing.wall_seconds",
+    "coalition.members",
+)
+
+
+def _run(data: dict[str, Any]) -> dict[str, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run(scenario_from_dict(data)).to_dict()
+
+
+def _example(name: str, **changes: Any) -> dict[str, Any]:
+    base = set_fields(SPECS[name].example, {"threat.colluding_clients": 0})
+    return set_fields(base, changes)
+
+
+def _guarantees(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The run's privacy section and each method's, by where they are."""
+    return [("run", result["privacy"])] + [
+        (f"methods.{m}", v["privacy"]) for m, v in result["methods"].items()
+    ]
+
+
+@pytest.fixture(params=sorted(SPECS))
+def spec(request):
+    return SPECS[request.param]
+
+
+def test_the_example_runs_from_the_command_line(spec, tmp_path, capsys):
+    path = tmp_path / "example.toml"
+    path.write_text(tomli_w.dumps(_example(spec.name)))
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert f"protocol {spec.name}" in out and "Privacy" in out
+    (written,) = (tmp_path / "out").glob("*.json")
+    result = json.loads(written.read_text())
+    assert COMMON_RESULT_KEYS <= set(result) and spec.name in result
+    assert result["status"] == "released"
+    assert set(spec.exposure) <= set(result["coalition"]["exposure"])
+
+
+def test_a_one_cell_sweep_flattens_the_common_fields(spec, tmp_path):
+    study = study_from_dict(
+        {"name": f"contract-{spec.name}", "seed": 1, "replications": 1, "base": _example(spec.name)}
+    )
+    summary = sweep(study, tmp_path / "out", workers=1, progress=None)
+    assert (summary.total, summary.errors) == (1, 0)
+    frame = load(tmp_path / "out")
+    for column in COMMON_ROW_COLUMNS:
+        assert column in frame, column
+    assert frame["protocol"].iloc[0] == spec.name and frame["status"].iloc[0] == "released"
+
+
+def test_the_same_seed_gives_the_same_result(spec):
+    example = _example(spec.name)
+    assert without_timing(_run(example)) == without_timing(_run(example))
+
+
+def test_no_coalition_keeps_every_private_release_within_its_target(spec):
+    result = _run(_example(spec.name))
+    events = result["privacy"]["events"] + [
+        e for m in result["methods"].values() for e in m["privacy"]["events"]
+    ]
+    assert events, "a protocol must charge its mechanisms to the ledger"
+    for where, privacy in _guarantees(result):
+        if privacy["non_private"]:
+            continue
+        assert privacy["guarantee_met"] is True, where
+        assert privacy["achieved_epsilon"] <= privacy["target_epsilon"] * (1 + 1e-6), where
+
+
+def test_a_coalition_of_every_trusted_party_leaves_no_guarantee(spec):
+    honest = _run(_example(spec.name))
+    trusted = sorted(
+        {
+            party
+            for _, privacy in _guarantees(honest)
+            for event in privacy["events"]
+            if event["trust_kind"] != "nobody"
+            for party in event["trusted_parties"]
+        }
+    )
+    if not trusted:
+        pytest.skip(f"{spec.name}: every event trusts nobody (noise added where the data is)")
+    clients = [p for p in trusted if p.startswith("client-")]
+    servers = [p for p in trusted if not p.startswith("client-")]
+    broken = _run(
+        _example(
+            spec.name,
+            **{"threat.colluding_servers": servers, "threat.colluding_clients": clients or 0},
+        )
+    )
+    checked = 0
+    for where, privacy in _guarantees(broken):
+        if any(e["broken"] for e in privacy["events"]):
+            assert privacy["achieved_epsilon"] == "inf", where
+            assert privacy["guarantee_met"] is False, where
+            checked += 1
+    assert checked >= 1
+    if any(e["broken"] for _, p in _guarantees(broken) for e in p["events"]):
+        assert broken["privacy"]["guarantee_met"] is False
+
+
+def _wrong_value(tp: Any) -> Any:
+    """A value of the wrong type for a field of type ``tp``."""
+    return {"not": "a value"} if typing.get_origin(tp) is not dict else 3
+
+
+def test_bad_values_in_the_protocol_tables_are_named_errors(spec):
+    for table, cls in spec.tables.items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls)[:3]:
+            bad = _example(spec.name, **{f"{table}.{f.name}": _wrong_value(hints[f.name])})
+            with pytest.raises(ScenarioError) as info:
+                scenario_from_dict(bad)
+            assert info.value.field.startswith(f"{table}.{f.name}"), info.value
+            assert "Fix:" in str(info.value)
+        with pytest.raises(ScenarioError) as info:
+            scenario_from_dict(_example(spec.name, **{f"{table}.no_such_field": 1}))
+        assert info.value.field == f"{table}.no_such_field"
