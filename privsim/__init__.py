@@ -27,16 +27,7 @@ __all__ = [
     "sweep",
 ]
 
-_API = {
-    "builtin_scenario",
-    "load_results",
-    "load_scenario",
-    "load_study",
-    "protocols",
-    "replace",
-    "run",
-    "sweep",
-}
+_API = frozenset(__all__) - {"__version__"}
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,7 @@ __all__ = [
     "PopulationConfig",
     "PrivacyConfig",
     "Scenario",
+    "ScenarioFields",
     "ThreatConfig",
 ]
 
@@ -119,10 +120,8 @@ class PrivacyConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Scenario:
-    """A complete, validated scenario: the common tables, the protocol's name and every
-    registered protocol table in ``tables`` (defaults where none was given; a table that
-    another protocol owns is inert). Variants: :meth:`replace` or a sweep grid."""
+class ScenarioFields:
+    """The common part of a scenario: every protocol reads these tables."""
 
     name: str
     population: PopulationConfig
@@ -133,6 +132,14 @@ class Scenario:
     network: NetworkConfig = field(default_factory=NetworkConfig)
     faults: FaultSpec = field(default_factory=FaultSpec)
     threat: ThreatConfig = field(default_factory=ThreatConfig)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scenario(ScenarioFields):
+    """A complete, validated scenario: the common tables, the protocol's name and every
+    registered protocol table in ``tables`` (defaults where none was given; a table that
+    another protocol owns is inert). Variants: :meth:`replace` or a sweep grid."""
+
     #: Protocol tables as (name, config) pairs sorted by name; a mapping is accepted.
     tables: Any = ()
 
@@ -204,7 +211,7 @@ class Scenario:
         for name, table in known.items():
             if name in data:
                 given[name] = from_plain(table, data[name], name)
-        fields_ = {f.name for f in dataclasses.fields(_CommonFields)}
+        fields_ = {f.name for f in dataclasses.fields(ScenarioFields)}
         unknown = sorted(set(common) - fields_)
         if unknown:
             raise ScenarioError(
@@ -212,7 +219,7 @@ class Scenario:
                 "unknown field",
                 f"remove it, or use one of {sorted(fields_ | set(known))}",
             )
-        base = from_plain(_CommonFields, common, "")
+        base = from_plain(ScenarioFields, common, "")
         try:
             return cls(**plain_dataclass_values(base), tables=given)
         except FieldError as exc:
@@ -221,7 +228,7 @@ class Scenario:
     def to_dict(self, *, every_table: bool = False) -> dict[str, Any]:
         """Plain data (TOML- and JSON-ready): the common fields and the tables the
         protocol reads (every table with ``every_table``)."""
-        out = {f.name: to_plain(getattr(self, f.name)) for f in dataclasses.fields(_CommonFields)}
+        out = {f.name: to_plain(getattr(self, f.name)) for f in dataclasses.fields(ScenarioFields)}
         out = {k: v for k, v in out.items() if v is not None}
         reads = set(registry.get(self.protocol).tables)
         for name, value in self.tables:
@@ -233,21 +240,6 @@ class Scenario:
         """A copy with dotted fields set, validated like a file, e.g.
         ``scenario.replace({"dca.tolerated": 5, "privacy.epsilon": 2.0})``."""
         return Scenario.from_dict(set_fields(self.to_dict(every_table=True), changes))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _CommonFields:
-    """The common part of a scenario, validated before the protocol's checks run."""
-
-    name: str
-    population: PopulationConfig
-    privacy: PrivacyConfig
-    seed: int = 0
-    protocol: str = "dca"
-    baseline: bool = True
-    network: NetworkConfig = field(default_factory=NetworkConfig)
-    faults: FaultSpec = field(default_factory=FaultSpec)
-    threat: ThreatConfig = field(default_factory=ThreatConfig)
 
 
 def plain_dataclass_values(obj: Any) -> dict[str, Any]:

@@ -56,3 +56,72 @@ def test_settled_event_replaces_the_planned_one():
     assert ledger.epsilon() == math.inf and not ledger.within_budget
     ledger.settle("sum", dp_accounting.NoOpDpEvent())
     assert ledger.epsilon() == 0.0
+
+
+def test_trust_is_broken_only_by_the_coalition_it_names():
+    from privsim.sim.ledger import Trust
+
+    nodes = ("compute-0", "compute-1", "compute-2")
+    assert not Trust.nobody().broken_by({"aggregator", *nodes})
+    assert Trust.each("aggregator").broken_by({"aggregator"})
+    assert not Trust.each("aggregator").broken_by({"compute-0"})
+    assert not Trust.one_of(nodes).broken_by({"compute-0", "compute-1"})
+    assert Trust.one_of(nodes).broken_by(set(nodes))
+    with pytest.raises(ValueError, match="needs the parties"):
+        Trust.one_of(())
+
+
+def test_a_coalition_that_breaks_the_trust_makes_the_release_non_private():
+    from privsim.sim.ledger import Trust
+
+    ledger = PrivacyLedger(1.0, 1e-5)
+    ledger.charge(
+        "sum", dp_accounting.GaussianDpEvent(exact_sigma(1.0, 1e-5)), trust=Trust.each("curator")
+    )
+    ledger.settle("sum")
+    honest, broken = ledger.guarantee(()), ledger.guarantee({"curator"})
+    assert honest.met and honest.epsilon == pytest.approx(1.0, rel=1e-8)
+    assert broken.epsilon == math.inf and not broken.met and broken.events[0].broken
+
+
+def test_gaussian_noise_shares_credit_only_honest_included_contributors():
+    # Theorem 1 of Heikkilä et al.: H honest shares of multiplier s protect as one
+    # Gaussian of multiplier sqrt(H - 1) * s (the target's own share is not credited).
+    from privsim.sim.ledger import NoiseShares, Trust
+
+    s, clients = 0.5, tuple(f"client-{i}" for i in range(10))
+    ledger = PrivacyLedger(50.0, 1e-5)
+    ledger.charge(
+        "sum",
+        dp_accounting.GaussianDpEvent(s * 3.0),
+        trust=Trust.one_of(("compute-0", "compute-1")),
+        noise=NoiseShares(contributors=clients, share_multiplier=s),
+    )
+    ledger.settle("sum", contributors=clients[:8])  # two dropped out
+    g = ledger.guarantee({"client-0", "client-1", "client-9"})  # client-9 was not included
+    single = PrivacyLedger(50.0, 1e-5)
+    single.charge("sum", dp_accounting.GaussianDpEvent(math.sqrt(6 - 1) * s))
+    assert g.epsilon == pytest.approx(single.guarantee().epsilon, rel=1e-12)
+    assert ledger.guarantee({"compute-0", "compute-1"}).epsilon == math.inf
+
+
+def test_pure_events_compose_by_the_basic_theorem_and_report_delta_zero():
+    ledger = PrivacyLedger(1.0, 1e-5)
+    ledger.charge(
+        "steps", dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(1 / 0.1), 10)
+    )
+    g = ledger.guarantee()
+    assert g.epsilon == pytest.approx(1.0, rel=1e-12) and g.delta == 0.0 and g.met
+    with pytest.raises(BudgetExceededError):
+        ledger.charge("more", dp_accounting.LaplaceDpEvent(1 / 0.01))
+
+
+def test_withheld_and_non_private_entries():
+    ledger = PrivacyLedger(1.0, 1e-5)
+    ledger.charge("sum", dp_accounting.GaussianDpEvent(exact_sigma(1.0, 1e-5)))
+    ledger.withhold("sum")
+    assert ledger.guarantee().epsilon == 0.0
+    ledger.non_private("baseline", "a labelled non-private baseline")  # never refused
+    g = ledger.guarantee()
+    assert g.epsilon == math.inf and g.non_private and not g.met
+    assert g.events[1].reason == "a labelled non-private baseline"
