@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def plugin_env(tmp_path_factory):
     target = tmp_path_factory.mktemp("site")
+    source = tmp_path_factory.mktemp("src") / "noisy_sum"
+    shutil.copytree(PLUGIN, source)  # pip builds in the source tree: keep ours clean
     install = subprocess.run(
         [
             sys.executable,
@@ -31,7 +34,7 @@ def plugin_env(tmp_path_factory):
             "--no-deps",
             "--target",
             str(target),
-            str(PLUGIN),
+            str(source),
         ],
         capture_output=True,
         text=True,

@@ -201,6 +201,7 @@ class Parties:
         included: Collection[str] | None = None,
     ) -> Parties:
         members = set(holders)
+        order = {p: i for i, p in enumerate(holders)}
         return cls(
             total=len(holders),
             included=None if included is None else len(included),
@@ -208,7 +209,7 @@ class Parties:
             crashed=tuple(sorted(p for p in world.faults.crash_times if p in members)),
             excluded=()
             if included is None
-            else tuple(sorted(members - set(included), key=holders.index)),
+            else tuple(sorted(members - set(included), key=order.__getitem__)),
             colluding=tuple(sorted(world.coalition)),
         )
 

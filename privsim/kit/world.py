@@ -3,7 +3,7 @@ for the parties a protocol names."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from privsim.scenarios.schema import Scenario
 from privsim.sim.coalition import CoalitionSpec
@@ -60,8 +60,9 @@ def build_world(
     )
 
 
-def agree_channels(world: World, pairs: Iterable[tuple[str, str]]) -> None:
-    """Set-up phase: with encryption on, every pair that will talk agrees its keys before
-    the protocol starts, as a deployment would; timed apart from the protocol."""
+def agree_channels(world: World, pairs: Callable[[World], Iterable[tuple[str, str]]]) -> None:
+    """Set-up phase: with encryption on, every pair that will talk (``pairs(world)``, not
+    computed without encryption) agrees its keys before the protocol starts, as a
+    deployment would; timed apart from the protocol."""
     if world.bus.encrypt:
-        world.channels.agree(list(pairs))
+        world.channels.agree(list(pairs(world)))

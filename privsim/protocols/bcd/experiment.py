@@ -168,7 +168,7 @@ def simulate_bcd(scenario: Scenario, seed: int | None = None) -> Simulation:
     agents = world.add_parties("party", names)
     for j, agent in enumerate(agents):
         world.start(agent, party(agent, j, data.block(j), data.y if j == 0 else None, plan))
-    agree_channels(world, [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]])
+    agree_channels(world, lambda _: [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]])
     world.run()
 
     outcomes = tuple(world.agents[p].result for p in names)

@@ -261,7 +261,7 @@ def _world(scenario: Scenario, seed: int, n: int) -> tuple[World, tuple[str, ...
 
 
 def _run_world(world: World) -> None:
-    agree_channels(world, securesum.channel_pairs(world))
+    agree_channels(world, securesum.channel_pairs)
     world.run()
 
 
@@ -531,7 +531,8 @@ def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
     }
     released = any(m.status == "released" for m in methods.values())
     if world is not None and main is not None:
-        communication = Communication.of_world(world, output_party=OUTPUT_PARTY)
+        assert shown is not None
+        communication = methods[shown].communication  # the shown method's, computed once
         parties = Parties.of_world(world, main.clients, main.included)
         coalition = Coalition.of_world(world, {}, view_complete=_view_complete(world, main.nodes))
     else:

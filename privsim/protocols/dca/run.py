@@ -201,7 +201,7 @@ def simulate(
         out = world.add_party(OUTPUT_PARTY, "aggregator")
         world.start(out, ta.curator(out, ta_plan))
 
-    agree_channels(world, securesum.channel_pairs(world))
+    agree_channels(world, securesum.channel_pairs)
     world.run()
     outcome = securesum.outcome_of(out)
     securesum.settle(ledger, MECHANISM, outcome, clients)

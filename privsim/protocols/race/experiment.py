@@ -239,7 +239,7 @@ def run_race(scenario: Scenario, seed: int) -> RunResult:
         out = _launch_dca(world, scenario, cfg, streams, counts, owners, nodes, noise)
     else:
         out = _launch_direct(world, cfg, counts, owners, noise.laplace_scale)
-    agree_channels(world, securesum.channel_pairs(world))
+    agree_channels(world, securesum.channel_pairs)
     world.run()
 
     outcome = securesum.outcome_of(out)
