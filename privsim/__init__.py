@@ -4,7 +4,7 @@ A run is a pure function of ``(scenario, seed)``::
 
     import privsim
 
-    scenario = privsim.builtin_scenario("quickstart").replace({"dca.tolerated": 100})
+    scenario = privsim.builtin_scenario("quickstart").replace({"dca.tolerated": 300})
     result = privsim.run(scenario, seed=1)
     print(result.privacy.achieved_epsilon, result.accuracy["rmse"])
 
@@ -18,10 +18,10 @@ from privsim.version import __version__
 __all__ = [
     "__version__",
     "builtin_scenario",
+    "list_protocols",
     "load_results",
     "load_scenario",
     "load_study",
-    "protocols",
     "replace",
     "run",
     "sweep",

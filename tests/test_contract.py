@@ -178,3 +178,41 @@ def test_bad_values_in_the_protocol_tables_are_named_errors(spec):
         with pytest.raises(ScenarioError) as info:
             scenario_from_dict(_example(spec.name, **{f"{table}.no_such_field": 1}))
         assert info.value.field == f"{table}.no_such_field"
+
+
+def test_the_default_refuses_a_planned_overspend_and_warn_reports_it(spec):
+    from privsim.sim.ledger import BudgetExceededError
+
+    if not spec.overspend:
+        pytest.skip(f"{spec.name} declares no way to plan past its budget")
+    over = _example(spec.name, **spec.overspend)
+    scenario = scenario_from_dict(over)
+    assert scenario.privacy.on_overspend == "refuse"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            refused = run(scenario).to_dict()
+        except BudgetExceededError as exc:
+            assert "on_overspend" in str(exc)
+        else:  # methods side by side: each one that would overspend is refused alone
+            private = {
+                m: v for m, v in refused["methods"].items() if not v["privacy"]["non_private"]
+            }
+            assert private and all(v["status"] == "refused" for v in private.values())
+            assert all("on_overspend" in v["abort"]["detail"] for v in private.values())
+    warned = _run(set_fields(over, {"privacy.on_overspend": "warn"}))
+    assert warned["privacy"]["guarantee_met"] is False
+    achieved = warned["privacy"]["achieved_epsilon"]
+    assert achieved == "inf" or achieved > warned["privacy"]["target_epsilon"]
+
+
+def test_run_exits_nonzero_when_the_guarantee_is_not_met(spec, tmp_path, capsys):
+    if not spec.overspend:
+        pytest.skip(f"{spec.name} declares no way to plan past its budget")
+    over = _example(spec.name, **spec.overspend, **{"privacy.on_overspend": "warn"})
+    path = tmp_path / "over.toml"
+    path.write_text(tomli_w.dumps(over))
+    assert main(["run", str(path), "--out", str(tmp_path / "a")]) == 3
+    assert "NOT met" in capsys.readouterr().err
+    assert main(["run", str(path), "--out", str(tmp_path / "b"), "--allow-overspend"]) == 0
+    assert list((tmp_path / "a").glob("*.json"))  # the result is written all the same

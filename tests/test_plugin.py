@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,4 +107,5 @@ def test_the_contract_holds_for_the_plugin(plugin_env, tmp_path):
         timeout=600,
     )
     assert checked.returncode == 0, checked.stdout[-3000:]
-    assert "5 passed, 1 skipped" in checked.stdout  # trusts nobody: the coalition check skips
+    passed = re.search(r"(\d+) passed", checked.stdout)
+    assert passed and int(passed.group(1)) >= 5 and "failed" not in checked.stdout

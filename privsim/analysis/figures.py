@@ -26,7 +26,20 @@ __all__ = ["StudyFigures", "draw_study"]
 
 
 def _stem(values: Any) -> str:
-    return "_".join(str(v) for v in values).replace(".", "_").replace("/", "_")
+    return "_".join(str(v) for v in values)
+
+
+def _file_name(name: str, limit: int = 120) -> str:
+    """A safe PNG name from grid values: letters, digits, ``_`` and ``-`` only, and at
+    most ``limit`` characters (a long name keeps a hash of the whole)."""
+    import hashlib
+    import re
+
+    safe = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "figure"
+    if len(safe) > limit:
+        digest = hashlib.blake2b(name.encode(), digest_size=6).hexdigest()
+        safe = f"{safe[: limit - 13]}_{digest}"
+    return safe
 
 
 def _label(column: str) -> str:
@@ -54,7 +67,7 @@ class StudyFigures:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=legend_size)
         fig.tight_layout()
-        path = self.out / f"{name}.png"
+        path = self.out / f"{_file_name(name)}.png"
         fig.savefig(path, dpi=120)
         plt.close(fig)
         return path

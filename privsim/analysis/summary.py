@@ -86,17 +86,34 @@ def grid_columns(frame: Any) -> list[str]:
     return sorted(c for c in frame.columns if c.startswith("grid."))
 
 
+def _over_budget(group: Any) -> int:
+    """Released rows whose guarantee was not met (labelled non-private rows aside)."""
+    if "privacy.guarantee_met" not in group or "status" not in group:
+        return 0
+    released = group["status"] == "released"
+    met = group["privacy.guarantee_met"].astype("boolean").fillna(True)
+    private = (
+        ~group["privacy.non_private"].astype("boolean").fillna(False)
+        if "privacy.non_private" in group
+        else True
+    )
+    return int((released & ~met & private).sum())
+
+
 def summarise(frame: Any) -> Any:
-    """One row per (grid cell, metric): n, median, q25, q75, mean, sd over released rows."""
+    """One row per (grid cell, metric): the cell's rows, how many released, how many of
+    those are over budget, then n, median, q25, q75, mean, sd of the metric over the
+    released rows."""
     import pandas as pd
 
     keys = grid_columns(frame)
-    ok = frame[frame["status"] == "released"] if "status" in frame else frame
     records: list[dict[str, Any]] = []
     metrics = metrics_of(frame)
-    groups = ok.groupby(keys, dropna=False, sort=True) if keys else [((), ok)]
-    for coords, group in groups:
+    groups = frame.groupby(keys, dropna=False, sort=True) if keys else [((), frame)]
+    for coords, cell in groups:
         coords = coords if isinstance(coords, tuple) else (coords,)
+        group = cell[cell["status"] == "released"] if "status" in cell else cell
+        counts = {"rows": len(cell), "released": len(group), "over_budget": _over_budget(cell)}
         for metric in metrics:
             if metric not in group:
                 continue
@@ -112,6 +129,7 @@ def summarise(frame: Any) -> Any:
                 {
                     **dict(zip(keys, coords, strict=True)),
                     "metric": metric,
+                    **counts,
                     "n": int(values.size),
                     "median": float(values.median()),
                     "q25": float(values.quantile(0.25)),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +25,10 @@ __all__ = [
     "DATA_DIR_ENV",
     "REGISTRY",
     "DataError",
+    "DataFormatError",
     "Dataset",
     "DatasetSpec",
+    "UnknownDatasetError",
     "data_dir",
     "load_csv",
     "load_dataset",
@@ -36,6 +39,19 @@ DATA_DIR_ENV = "PRIVSIM_DATA_DIR"
 
 class DataError(FileNotFoundError):
     """A data set cannot be read: missing directory or file, or a checksum mismatch."""
+
+
+class UnknownDatasetError(DataError, KeyError):
+    """No data set of that name is registered (the message lists the registered ones)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class DataFormatError(ValueError):
+    """A data file is there but unusable: not UTF-8 text, empty, not a well-formed CSV, or
+    a column missing, non-numeric or with missing, NaN or infinite values. The message
+    names the file and the column, never the file's contents."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,8 +301,9 @@ def load_dataset(name: str) -> Dataset:
     returned table is shared: treat it as read-only."""
     spec = REGISTRY.get(name)
     if spec is None:
-        raise KeyError(
-            f"no data set {name!r}; registered: {sorted(REGISTRY)} (or use load_csv for your own)"
+        shown = name if len(name) <= 40 else name[:40] + "…"
+        raise UnknownDatasetError(
+            f"no data set {shown!r}; registered: {sorted(REGISTRY)} (or use load_csv for your own)"
         )
     root = data_dir()
     stamp = []
@@ -320,18 +337,58 @@ def _load_verified(name: str, root: str, stamp: tuple[tuple[str, int, int], ...]
 
 
 def load_csv(path: str | Path, *, features: Sequence[str], target: str, sep: str = ",") -> Dataset:
-    """A user's own CSV as a data set: the named feature and target columns must exist and
-    be numeric."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"CSV file {str(p)!r} does not exist")
-    frame = _read_csv(p, sep=sep)
-    missing = [c for c in (*features, target) if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{p}: no column(s) {missing}; the file has {list(frame.columns)}")
+    """A user's own CSV as a data set. The file must be UTF-8 text with a header row and
+    data rows; the named feature and target columns must exist, be numeric and hold no
+    missing, NaN or infinite value. Errors (:class:`DataError` for a file that is not
+    there, :class:`DataFormatError` for one that cannot be used) name the file and the
+    column, never the file's contents."""
     import pandas as pd
 
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"CSV file {str(p)!r} does not exist")
+    if not p.is_file():
+        kind = "a directory" if p.is_dir() else "not a regular file"
+        raise DataError(f"CSV file {str(p)!r} is {kind}; give the path of a .csv file")
+    if target in features:
+        raise DataFormatError(f"{p}: the target column {target!r} is also a feature")
+    try:
+        frame = pd.read_csv(p, sep=sep, encoding="utf-8", encoding_errors="strict")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            f"{p}: not UTF-8 text (undecodable byte at offset {exc.start}); save it as a UTF-8 CSV"
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise DataFormatError(
+            f"{p}: the file is empty; it needs a header row and data rows"
+        ) from None
+    except pd.errors.ParserError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        where = f" at line {line.group(1)}" if line else ""
+        raise DataFormatError(
+            f"{p}: not a well-formed CSV{where} (rows with different numbers of fields?)"
+        ) from None
+    except (OSError, ValueError, MemoryError) as exc:
+        raise DataError(f"CSV file {str(p)!r} cannot be read ({type(exc).__name__})") from None
+    columns = [str(c) for c in frame.columns]
+    missing = [c for c in (*features, target) if c not in columns]
+    if missing:
+        raise DataFormatError(
+            f"{p}: no column(s) {missing} (the file has {len(columns)} columns); "
+            "check the header row and the separator"
+        )
+    if len(frame) == 0:
+        raise DataFormatError(f"{p}: a header but no data rows")
     bad = [c for c in (*features, target) if not pd.api.types.is_numeric_dtype(frame[c])]
     if bad:
-        raise ValueError(f"{p}: column(s) {bad} are not numeric; encode them first")
+        raise DataFormatError(f"{p}: column(s) {bad} are not numeric; encode them first")
+    for c in (*features, target):
+        values = frame[c].to_numpy(dtype=np.float64)
+        finite = np.isfinite(values)
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0]) + 1
+            raise DataFormatError(
+                f"{p}: column {c!r} has {int((~finite).sum())} missing, NaN or infinite "
+                f"value(s) (the first in data row {row}); fill or drop those rows"
+            )
     return Dataset(name=p.stem, frame=frame, target=target, features=tuple(features))

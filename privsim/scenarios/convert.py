@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
+import reprlib
 import types
 import typing
 from collections.abc import Mapping
@@ -24,7 +26,16 @@ from privsim.sim.latency import (
     UniformLatency,
 )
 
-__all__ = ["LATENCY_MODELS", "from_plain", "plain_fields", "set_fields", "to_plain"]
+__all__ = [
+    "INFINITE_OK",
+    "LATENCY_MODELS",
+    "MAX_DEPTH",
+    "check_depth",
+    "from_plain",
+    "plain_fields",
+    "set_fields",
+    "to_plain",
+]
 
 LATENCY_MODELS: dict[str, type] = {
     "constant": ConstantLatency,
@@ -39,6 +50,35 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 2, 40, 40
+_REPR.maxlist = _REPR.maxdict = 4
+
+#: Fields where an infinite number means something (an unlimited link bandwidth).
+INFINITE_OK = frozenset({"bandwidth"})
+#: How deeply plain data may nest: far more than any scenario needs, far less than
+#: Python's recursion limit.
+MAX_DEPTH = 32
+
+
+def check_depth(data: Any, path: str = "", limit: int = MAX_DEPTH) -> None:
+    """Refuse data nested more than ``limit`` lists or tables deep, naming the field
+    (walked without recursion, so any depth is refused cleanly)."""
+    stack: list[tuple[Any, str, int]] = [(data, path, 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > limit:
+            raise ScenarioError(
+                where,
+                f"nested more than {limit} lists or tables deep",
+                "give a plain value, list or table",
+            )
+        if isinstance(value, Mapping):
+            stack.extend((v, _join(where, str(k)), depth + 1) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+
+
 def _describe(value: Any) -> str:
     names = {
         str: "a string",
@@ -48,7 +88,7 @@ def _describe(value: Any) -> str:
         list: "a list",
         dict: "a table",
     }
-    return f"{value!r} ({names.get(type(value), type(value).__name__)})"
+    return f"{_REPR.repr(value)} ({names.get(type(value), type(value).__name__)})"
 
 
 def _convert(value: Any, tp: Any, path: str) -> Any:
@@ -112,7 +152,14 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
             )
         if math.isnan(value):
             raise ScenarioError(path, "got nan", "write a number")
-        return float(value)
+        if math.isinf(value) and path.rsplit(".", 1)[-1] not in INFINITE_OK:
+            raise ScenarioError(path, f"got {value}", "write a finite number")
+        try:
+            return float(value)
+        except OverflowError:
+            raise ScenarioError(
+                path, f"{_describe(value)} is too large for a number", "write a smaller number"
+            ) from None
     if tp is str:
         if not isinstance(value, str):
             raise ScenarioError(
@@ -140,16 +187,33 @@ def _latency(value: Any, path: str) -> LatencyModel:
             f'write e.g. {{ model = "lognormal", median = 0.05, sigma = 0.5 }}; models: {list(LATENCY_MODELS)}',
         )
     name = value["model"]
-    cls = LATENCY_MODELS.get(name)
+    cls = LATENCY_MODELS.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ScenarioError(
             _join(path, "model"),
-            f"unknown latency model {name!r}",
+            f"unknown latency model {_describe(name)}",
             f"use one of {list(LATENCY_MODELS)}",
         )
     rest = {k: v for k, v in value.items() if k != "model"}
     model: LatencyModel = _dataclass(cls, rest, path)
+    try:  # checked here: LinkSpec's isinstance check reads the mean (an overflow)
+        mean = float(model.mean)
+    except OverflowError:
+        mean = math.inf
+    if not math.isfinite(mean):
+        where = _join(path, "sigma") if "sigma" in rest else path
+        raise ScenarioError(
+            where,
+            f"the delays' mean overflows a float ({_describe(rest)})",
+            "give a delay model of seconds, e.g. median = 0.05, sigma = 0.5",
+        )
     return model
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """A config class's resolved type hints (resolved once: they never change)."""
+    return typing.get_type_hints(cls)
 
 
 def _dataclass(cls: type, value: Any, path: str) -> Any:
@@ -159,12 +223,13 @@ def _dataclass(cls: type, value: Any, path: str) -> Any:
         raise ScenarioError(
             path, f"expected a table, got {_describe(value)}", f"write a [{path}] table"
         )
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(value) - set(fields))
+    unknown = sorted(str(k) for k in set(value) - set(fields))
     if unknown:
+        name = unknown[0] if len(unknown[0]) <= 40 else unknown[0][:40] + "…"
         raise ScenarioError(
-            _join(path, unknown[0]), "unknown field", f"remove it, or use one of {sorted(fields)}"
+            _join(path, name), "unknown field", f"remove it, or use one of {sorted(fields)}"
         )
     kwargs = {}
     for name, f in fields.items():
@@ -212,6 +277,7 @@ def _plain_fields(obj: Any) -> dict[str, Any]:
 def from_plain(cls: type, value: Any, path: str) -> Any:
     """Validate ``value`` (a table) into the config dataclass ``cls``; ``path`` is the
     table's dotted name, used in errors."""
+    check_depth(value, path)
     return _dataclass(cls, value, path)
 
 

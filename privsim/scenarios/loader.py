@@ -46,15 +46,21 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(
             "", f"file {str(p)!r} does not exist", "give the path of a scenario .toml file"
         ) from None
-    except (IsADirectoryError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # a directory, not UTF-8, unreadable, bad name
         raise ScenarioError(
-            "", f"{p} is not a readable text file ({exc})", "give a scenario .toml file"
+            "",
+            f"{str(p)[:200]!r} is not a readable text file ({type(exc).__name__})",
+            "give a scenario .toml file",
         ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(
             "", f"{p} is not valid TOML ({exc})", "correct the TOML syntax"
+        ) from None
+    except RecursionError:
+        raise ScenarioError(
+            "", f"{p} nests lists or tables too deeply", "give plain values, lists and tables"
         ) from None
     return scenario_from_dict(data)
 

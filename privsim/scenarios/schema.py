@@ -12,11 +12,13 @@ used directly, so a scenario and the engine cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from privsim import registry
+from privsim.scenarios.checks import check_footprint, check_numbers, check_parties
 from privsim.scenarios.convert import from_plain, plain_fields, set_fields, to_plain
 from privsim.scenarios.errors import FieldError, ScenarioError, require_positive
 from privsim.sim.faults import FaultSpec
@@ -24,6 +26,7 @@ from privsim.sim.latency import LogNormalLatency
 from privsim.sim.network import LinkOverride, LinkSpec
 
 __all__ = [
+    "SAFE_NAME",
     "FieldError",
     "NetworkConfig",
     "PopulationConfig",
@@ -31,9 +34,36 @@ __all__ = [
     "Scenario",
     "ScenarioFields",
     "ThreatConfig",
+    "check_safe_name",
 ]
 
 T = TypeVar("T")
+
+#: Largest privacy.epsilon accepted: e^ε already overflows a float far below it, and the
+#: Gaussian calibration and the accountants cannot work with more.
+MAX_EPSILON = 1e4
+
+#: A scenario's or study's name becomes part of a file name (``NAME-seedS.json`` in
+#: ``--out``): one path component of letters, digits, ``.``, ``_`` and ``-``, starting with
+#: a letter or digit, at most 128 characters (no separators, no ``..``, never absolute).
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_safe_name(field: str, value: object) -> None:
+    """``value`` must be a safe file name (:data:`SAFE_NAME`), else a :class:`FieldError`
+    naming ``field`` (the value is shown shortened, never in full)."""
+    if isinstance(value, str) and SAFE_NAME.fullmatch(value):
+        return
+    if isinstance(value, str):
+        shown = repr(value) if len(value) <= 40 else f"{value[:32]!r}... ({len(value)} characters)"
+    else:
+        shown = type(value).__name__
+    raise FieldError(
+        field,
+        f"{shown} is not a safe file name",
+        "use 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit "
+        '(no / or \\), e.g. name = "my-scenario"',
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,16 +133,26 @@ class ThreatConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrivacyConfig:
-    """Budget and calibration of the Gaussian mechanism (see :mod:`privsim.sim.calibration`)."""
+    """Budget (ε, δ), neighbour relation and Gaussian calibration (see
+    :mod:`privsim.sim.calibration`). ``on_overspend``: a mechanism whose planned
+    composition exceeds the budget is refused (``refuse``), or runs with a warning
+    (``warn``) or silently (``allow``); ``privsim run`` exits nonzero when the achieved
+    guarantee is not met unless this is ``allow`` (studies of attacks)."""
 
     epsilon: float
     delta: float
     neighbour: Literal["replace_one", "add_remove"] = "replace_one"
     calibration: Literal["exact", "classic"] = "exact"
-    on_overspend: Literal["refuse", "warn"] = "refuse"
+    on_overspend: Literal["refuse", "warn", "allow"] = "refuse"
 
     def __post_init__(self) -> None:
         require_positive("privacy.epsilon", self.epsilon)
+        if self.epsilon > MAX_EPSILON:
+            raise FieldError(
+                "privacy.epsilon",
+                f"{self.epsilon:g} is beyond any meaningful guarantee (at most {MAX_EPSILON:g})",
+                "give a budget such as 1.0; for no privacy compare with a non-private baseline",
+            )
         if not 0 < self.delta < 1:
             raise FieldError(
                 "privacy.delta", f"must be in (0, 1), got {self.delta}", "use e.g. delta = 1e-5"
@@ -133,6 +173,9 @@ class ScenarioFields:
     faults: FaultSpec = field(default_factory=FaultSpec)
     threat: ThreatConfig = field(default_factory=ThreatConfig)
 
+    def __post_init__(self) -> None:
+        check_safe_name("name", self.name)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scenario(ScenarioFields):
@@ -144,6 +187,7 @@ class Scenario(ScenarioFields):
     tables: Any = ()
 
     def __post_init__(self) -> None:
+        check_safe_name("name", self.name)  # it names the result file
         if self.seed < 0:
             raise FieldError(
                 "seed", f"must be >= 0, got {self.seed}", "give a non-negative integer seed"
@@ -174,6 +218,13 @@ class Scenario(ScenarioFields):
                 f"use at most {n}",
             )
         spec.check(self)
+        # Before any run: the common numbers, the memory the run needs, and every
+        # party id and role the scenario names (privsim.scenarios.checks).
+        check_numbers(self)
+        if spec.footprint is not None:
+            check_footprint(self, spec.footprint(self))
+        if spec.parties is not None:
+            check_parties(self, spec.parties(self))
 
     def __getattr__(self, name: str) -> Any:
         # Protocol tables by name (scenario.dca, scenario.blr); reached only for names

@@ -62,8 +62,12 @@ class OverspendWarning(UserWarning):
 
 
 class OverspendPolicy(enum.StrEnum):
+    """``refuse`` a planned overspend (the default); ``warn`` and run; ``allow``: run
+    without a warning (studies of attacks). The result reports what was achieved either way."""
+
     REFUSE = "refuse"
     WARN = "warn"
+    ALLOW = "allow"
 
 
 class TrustKind(enum.StrEnum):
@@ -302,7 +306,8 @@ class PrivacyLedger:
                     "privacy.calibration = 'exact' for Gaussian noise), or set "
                     "privacy.on_overspend = 'warn' to run anyway (e.g. paper reproduction)."
                 )
-            warnings.warn(message, OverspendWarning, stacklevel=2)
+            if self.on_overspend is OverspendPolicy.WARN:
+                warnings.warn(message, OverspendWarning, stacklevel=2)
         self._entries[label] = LedgerEntry(label, event, trust or Trust.nobody(), noise)
 
     def non_private(self, label: str, reason: str) -> None:

@@ -5,11 +5,19 @@ they finish, in any order — the rows themselves do not depend on it. A worker 
 that dies takes its tasks with it; they are resubmitted (up to ``MAX_ATTEMPTS`` times)
 one at a time, and a task that kills its worker every time is recorded as an error, so a
 study always finishes.
+
+A Dask scheduler address is a trust boundary: every worker it admits runs code for the
+sweep and sends results back, which Dask's protocol unpickles. Use a ``tls://`` address
+with client certificates (:func:`dask_security`). Workers return each row as JSON text
+(:func:`row_as_json`) and the client keeps only plain row data for the task it submitted
+(:func:`accept_row`); anything else becomes an error row, never stored as a result.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -17,9 +25,24 @@ from typing import Any, Protocol
 
 from privsim.studies.study import Task
 
-__all__ = ["DaskExecutor", "Executor", "LocalExecutor", "SchedulerError", "make_executor"]
+__all__ = [
+    "DaskExecutor",
+    "Executor",
+    "LocalExecutor",
+    "SchedulerError",
+    "accept_row",
+    "dask_security",
+    "make_executor",
+    "row_as_json",
+]
 
 MAX_ATTEMPTS = 3
+#: The longest row (JSON text) accepted from a Dask worker; a row is a few kilobytes.
+MAX_ROW_CHARS = 1_000_000
+#: The deepest nesting of a row accepted from a Dask worker (rows nest about 5 deep).
+MAX_ROW_DEPTH = 12
+#: Keys every row has, and which must match the task the client submitted.
+TASK_KEYS = ("row_id", "cell", "replication", "seed")
 RunFn = Callable[[dict[str, Any], Task], dict[str, Any]]
 
 
@@ -88,30 +111,134 @@ class LocalExecutor:
         pass
 
 
-class DaskExecutor:
-    """Dask distributed: a scheduler address, or ``"local"`` for an in-process LocalCluster."""
+def row_as_json(fn: RunFn, base: dict[str, Any], task: Task) -> str:
+    """Run on a Dask worker: the row as JSON text, the only result the client accepts."""
+    return json.dumps(fn(base, task))
 
-    def __init__(self, scheduler: str, workers: int | None = None) -> None:
+
+def _depth(value: Any, limit: int) -> int:
+    if limit < 0:
+        return 1
+    if isinstance(value, dict):
+        return 1 + max((_depth(v, limit - 1) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v, limit - 1) for v in value), default=0)
+    return 0
+
+
+def _row_problem(result: object, task: Task) -> tuple[str, dict[str, Any] | None]:
+    # ``type(...) is`` only: nothing of an unexpected object is called, not even __eq__.
+    if type(result) is not str:
+        return f"an object of type {type(result).__name__}, not JSON text", None
+    if len(result) > MAX_ROW_CHARS:
+        return f"{len(result)} characters of JSON, more than {MAX_ROW_CHARS}", None
+    try:
+        row = json.loads(result)
+    except (ValueError, RecursionError):
+        return "not valid JSON text", None
+    if type(row) is not dict:
+        return f"JSON {type(row).__name__}, not an object", None
+    missing = [k for k in (*TASK_KEYS, "status") if k not in row]
+    if missing:
+        return f"a row without {', '.join(missing)}", None
+    expected = {"row_id": task.row_id, "cell": task.cell, "replication": task.replication}
+    expected["seed"] = task.seed
+    if any(row[k] != v or type(row[k]) is not type(v) for k, v in expected.items()):
+        return "a row for another task than the one submitted", None
+    if type(row["status"]) is not str:
+        return "a row whose status is not a string", None
+    if _depth(row, MAX_ROW_DEPTH) > MAX_ROW_DEPTH:
+        return f"a row nested deeper than {MAX_ROW_DEPTH} levels", None
+    return "", row
+
+
+def accept_row(result: object, task: Task) -> dict[str, Any]:
+    """The row a Dask worker returned for ``task``, if it is plain row data: JSON text of
+    an object (at most :data:`MAX_ROW_CHARS` long, :data:`MAX_ROW_DEPTH` deep) whose
+    ``row_id``, ``cell``, ``replication`` and ``seed`` are the task's and which has a
+    string ``status``. Anything else is refused: an error row saying why (the result is
+    neither stored nor called)."""
+    problem, row = _row_problem(result, task)
+    if row is not None:
+        return row
+    refused = _died(task, 0)
+    refused["error"] = f"refused the worker's result: {problem} (see 'Dask trust' in the README)"
+    return refused
+
+
+def dask_security(
+    scheduler: str | None,
+    ca_file: str | None = None,
+    cert: str | None = None,
+    key: str | None = None,
+) -> Any:
+    """A ``distributed.Security`` for a ``tls://`` scheduler from the CA, client certificate
+    and key files (mutual TLS, encryption required); None when no file is given (Dask's
+    own configuration, ``distributed.comm.tls.*``, then applies)."""
+    given = {"--tls-ca-file": ca_file, "--tls-cert": cert, "--tls-key": key}
+    if not any(given.values()):
+        return None
+    missing = [option for option, value in given.items() if not value]
+    if missing:
+        raise SchedulerError(
+            f"TLS needs --tls-ca-file, --tls-cert and --tls-key together; add {', '.join(missing)}"
+        )
+    if not scheduler or not scheduler.startswith("tls://"):
+        raise SchedulerError(
+            f"the TLS options need a tls:// scheduler address, got --scheduler {scheduler!r}; "
+            "use --scheduler tls://HOST:PORT"
+        )
+    for option, value in given.items():
+        if not os.path.isfile(str(value)):
+            raise SchedulerError(f"{option} {value}: no such file; give the PEM file's path")
+    from distributed.security import Security
+
+    return Security(
+        tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key, require_encryption=True
+    )
+
+
+class DaskExecutor:
+    """Dask distributed: a scheduler address, or ``"local"`` for an in-process LocalCluster.
+
+    ``security``: a ``distributed.Security`` for a ``tls://`` address
+    (:func:`dask_security`); without it, Dask's configuration applies."""
+
+    def __init__(self, scheduler: str, workers: int | None = None, security: Any = None) -> None:
         try:
             from distributed import Client, LocalCluster
+            from distributed.security import Security
         except ImportError as exc:  # pragma: no cover - a dependency of privsim
             raise SchedulerError(
                 "Dask distributed is not installed: pip install 'dask[distributed]'"
             ) from exc
         self.cluster = None
         if scheduler == "local":
+            if security is not None:
+                raise SchedulerError(
+                    "--scheduler local runs its cluster inside this process; the TLS options "
+                    "are for a tls:// scheduler address"
+                )
             self.workers = workers or os.cpu_count() or 1
             self.cluster = LocalCluster(
                 n_workers=self.workers, threads_per_worker=1, processes=True, dashboard_address=None
             )
             self.client = Client(self.cluster)
         else:
+            if scheduler.startswith("tls://") and security is None:
+                security = Security()  # Dask's configuration (distributed.comm.tls.*)
+                if not (security.tls_ca_file and security.tls_client_cert):
+                    raise SchedulerError(
+                        f"the scheduler {scheduler!r} needs TLS: give --tls-ca-file, --tls-cert "
+                        "and --tls-key (or set distributed.comm.tls in Dask's configuration)"
+                    )
             try:
-                self.client = Client(scheduler, timeout="10s")
-            except (OSError, TimeoutError) as exc:
+                self.client = Client(scheduler, timeout="10s", security=security)
+            except (OSError, TimeoutError, ValueError, TypeError) as exc:
                 raise SchedulerError(
-                    f"cannot reach the Dask scheduler at {scheduler!r} ({exc}); check the address, "
-                    "start one with 'dask scheduler', or use --scheduler local"
+                    f"cannot reach the Dask scheduler at {scheduler!r} ({type(exc).__name__}: "
+                    f"{exc}); check the address and, for tls://, the certificates; start one "
+                    "with 'dask scheduler', or use --scheduler local"
                 ) from None
             self.workers = len(self.client.scheduler_info().get("workers", {})) or 1
 
@@ -122,22 +249,34 @@ class DaskExecutor:
 
         if not tasks:
             return
-        shared = self.client.scatter(base, broadcast=True)
+        # A list, not the dict itself: a scattered dict's keys ("name", "privacy" ...)
+        # would become cluster-wide data keys. Keys are unique to this run (hash=False and
+        # a nonce): a key another run just released would be lost under this one.
+        [shared] = self.client.scatter([base], broadcast=True, hash=False)
+        nonce = uuid.uuid4().hex[:8]
         futures = [
             self.client.submit(
-                fn, shared, t, key=f"privsim-{t.row_id}", pure=False, retries=MAX_ATTEMPTS - 1
+                row_as_json,
+                fn,
+                shared,
+                t,
+                key=f"privsim-{t.row_id}-{nonce}",
+                pure=False,
+                retries=MAX_ATTEMPTS - 1,
             )
             for t in tasks
         ]
         by_key = {f.key: t for f, t in zip(futures, tasks, strict=True)}
         for future in dask_completed(futures):
+            task = by_key[future.key]
             try:
-                yield future.result()
+                result = future.result()
             except Exception as exc:  # a worker died more often than retries allow
-                task = by_key[future.key]
                 row = _died(task, MAX_ATTEMPTS)
-                row["error"] = f"{type(exc).__name__}: {exc}"
+                row["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
                 yield row
+                continue
+            yield accept_row(result, task)  # plain row data for this task, or an error row
 
     def close(self) -> None:
         self.client.close()
@@ -145,8 +284,10 @@ class DaskExecutor:
             self.cluster.close()
 
 
-def make_executor(scheduler: str | None, workers: int | None) -> Executor:
+def make_executor(scheduler: str | None, workers: int | None, security: Any = None) -> Executor:
     """The local pool by default, Dask when a scheduler (or ``"local"``) is given."""
     if scheduler:
-        return DaskExecutor(scheduler, workers)
+        return DaskExecutor(scheduler, workers, security)
+    if security is not None:
+        raise SchedulerError("the TLS options need --scheduler tls://HOST:PORT")
     return LocalExecutor(workers)

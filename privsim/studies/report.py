@@ -28,6 +28,16 @@ def _markdown_table(frame: Any) -> str:
     return "\n".join(lines)
 
 
+def _study_name(directory: Path) -> str:
+    """The study's own name (from its results directory), else the directory's."""
+    import json
+
+    try:
+        return str(json.loads((directory / "study.json").read_text(encoding="utf-8"))["name"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return directory.name
+
+
 def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
     """Write ``report/summary.md`` and ``report/*.png``; returns their paths."""
     from privsim.analysis.figures import draw_study
@@ -41,19 +51,23 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
     keys = grid_columns(frame)
     status = frame.groupby("status").size().to_dict() if "status" in frame else {}
     parts = [
-        f"# Study report: {directory.name}",
+        f"# Study report: {_study_name(directory)}",
         "",
         f"{len(frame)} replications: "
         + ", ".join(f"{n} {s}" for s, n in sorted(status.items()))
         + ".",
         "",
-        "Per grid cell: median, interquartile range (q25–q75) and mean ± sd over released replications.",
+        "Per grid cell: the replications (rows), how many released, how many of those do "
+        "not meet their privacy guarantee (over_budget; non-private baselines aside), then "
+        "n, median, interquartile range (q25–q75) and mean ± sd over released replications.",
     ]
     for metric, label in metrics_of(frame).items():
         rows = summary[summary["metric"] == metric] if not summary.empty else summary
         if rows.empty:
             continue
-        table = rows[[*keys, "n", "median", "q25", "q75", "mean", "sd"]]
+        table = rows[
+            [*keys, "rows", "released", "over_budget", "n", "median", "q25", "q75", "mean", "sd"]
+        ]
         parts += ["", f"## {label} (`{metric}`)", "", _markdown_table(table)]
     for view in views_of(frame):
         for title, body in view.sections(frame) if view.sections else []:

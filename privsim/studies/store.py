@@ -6,21 +6,52 @@ even with ``kill -9`` — leaves a consistent file holding exactly the rows that
 the row id is the primary key, so a resumed study can neither duplicate nor lose a row.
 Parquet files are immutable and would need one file per row or periodic rewrites to get
 the same guarantee. Rows are stored as JSON documents and flattened on loading.
+
+An existing file is checked read-only before anything opens it for writing (an SQLite
+header, this schema, SQLite's quick integrity check): a corrupted or foreign
+``results.sqlite`` is a :class:`StoreError` naming the file, and is never written. A store
+belongs to one study (``meta.study``, set in the transaction of the first write), and a
+sweep holds an exclusive lock on its directory (:func:`lock_directory`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from privsim.kit.result import without_timing
+from privsim.studies.study import StudyError
 
-__all__ = ["DB_NAME", "ResultStore", "load"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: the store's transaction still guards it
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "DB_NAME",
+    "LOCK_NAME",
+    "ResultStore",
+    "StoreBusyError",
+    "StoreError",
+    "check_store",
+    "load",
+    "lock_directory",
+    "stored_row",
+]
 
 DB_NAME = "results.sqlite"
+LOCK_NAME = "sweep.lock"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The tables and columns of a results store; any other table makes a file foreign.
+_TABLES = {
+    "rows": ("row_id", "cell", "replication", "seed", "status", "row"),
+    "meta": ("key", "value"),
+}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rows (
@@ -35,17 +66,98 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-class ResultStore:
-    """Append-only, crash-safe store of study rows."""
+class StoreError(StudyError):
+    """A ``results.sqlite`` is corrupted, foreign or unreadable; the message names the
+    file and what to do. Nothing was written into it."""
 
-    def __init__(self, directory: str | Path) -> None:
+
+class StoreBusyError(StudyError):
+    """Another sweep holds the study directory's lock."""
+
+
+def _unusable(path: Path, what: str) -> StoreError:
+    return StoreError(
+        f"{path} {what}: privsim cannot use it as a results store, and did not write to it. "
+        "Delete it (or move it away) to start the study afresh, or choose another --out "
+        "directory"
+    )
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+
+def check_store(path: str | Path) -> None:
+    """Refuse (:class:`StoreError`) a ``results.sqlite`` that is empty, not SQLite,
+    truncated or otherwise corrupted, or has another schema: checked through a read-only
+    connection, before anything writes. A missing file passes (a new store)."""
+    path = Path(path)
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise _unusable(path, "is not a regular file")
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise _unusable(path, f"cannot be read ({exc.strerror})") from None
+    if not head:
+        raise _unusable(path, "is empty (0 bytes)")
+    if not head.startswith(_SQLITE_MAGIC):
+        raise _unusable(path, "is not an SQLite database (random or foreign bytes)")
+    if len(head) < 100:
+        raise _unusable(path, f"is truncated ({len(head)} bytes, shorter than an SQLite header)")
+    try:
+        db = _read_only(path)
+        try:
+            names = [
+                r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ]
+            foreign = sorted(n for n in names if n not in _TABLES and not n.startswith("sqlite_"))
+            if foreign:
+                raise _unusable(path, f"has foreign tables ({', '.join(foreign[:5])})")
+            for table in names:
+                if table not in _TABLES:
+                    continue
+                columns = tuple(r[1] for r in db.execute(f"PRAGMA table_info({table})"))
+                if columns != _TABLES[table]:
+                    raise _unusable(path, f"has a table '{table}' with other columns {columns}")
+            verdict = db.execute("PRAGMA quick_check(1)").fetchone()
+            if verdict is None or verdict[0] != "ok":
+                raise _unusable(path, "fails SQLite's integrity check (truncated or damaged)")
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise _unusable(path, f"is corrupted or unreadable (SQLite: {exc})") from None
+
+
+class ResultStore:
+    """Append-only, crash-safe store of study rows.
+
+    An existing file is checked first (:func:`check_store`). ``readonly`` opens an
+    existing store for reading only (``report``, ``replay``, :func:`load`)."""
+
+    def __init__(
+        self, directory: str | Path, *, readonly: bool = False, check: bool = True
+    ) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / DB_NAME
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        if check:
+            check_store(self.path)
+        try:
+            if readonly:
+                if not self.path.is_file():
+                    raise FileNotFoundError(f"no study results at {self.path}")
+                self._db = _read_only(self.path)
+                return
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise _unusable(self.path, f"cannot be opened (SQLite: {exc})") from None
 
     def close(self) -> None:
         self._db.close()
@@ -74,6 +186,26 @@ class ResultStore:
         )
         return cur.rowcount == 1
 
+    def claim(self, study: str) -> None:
+        """Bind the store to ``study`` (a canonical description), or refuse
+        (:class:`StudyError`) if it holds another study's results. The check and the first
+        write are one ``BEGIN IMMEDIATE`` transaction, so of two sweeps of different
+        studies racing for one store, the second is refused before it writes a row."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            found = self.meta("study")
+            if found is None:
+                self.set_meta("study", study)
+            elif found != study:
+                raise StudyError(
+                    f"{self.directory} holds results of a different study (name, seed, base or "
+                    "grid changed); use a new --out directory"
+                )
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
     def set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
@@ -81,12 +213,22 @@ class ResultStore:
         found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if found is None else str(found[0])
 
+    def _decode(self, row_id: str, text: str) -> dict[str, Any]:
+        try:
+            row = json.loads(text)
+        except (ValueError, RecursionError):
+            row = None
+        if not isinstance(row, dict):
+            raise _unusable(self.path, f"holds a row {row_id[:40]!r} that is not a JSON object")
+        return row
+
     def rows(self) -> list[dict[str, Any]]:
-        return [json.loads(r[0]) for r in self._db.execute("SELECT row FROM rows ORDER BY row_id")]
+        found = self._db.execute("SELECT row_id, row FROM rows ORDER BY row_id")
+        return [self._decode(str(i), str(r)) for i, r in found]
 
     def row(self, row_id: str) -> dict[str, Any] | None:
         found = self._db.execute("SELECT row FROM rows WHERE row_id = ?", (row_id,)).fetchone()
-        return None if found is None else json.loads(found[0])
+        return None if found is None else self._decode(row_id, str(found[0]))
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM rows").fetchone()[0])
@@ -102,9 +244,63 @@ def load(directory: str | Path) -> Any:
         raise FileNotFoundError(
             f"no study results at {path}; run 'privsim sweep STUDY.toml --out {directory}'"
         )
-    with ResultStore(directory) as store:
+    with ResultStore(directory, readonly=True) as store:
         rows = store.rows()
-    return pd.json_normalize(rows, sep=".")
+    return _infinite_as_floats(pd.json_normalize(rows, sep="."))
+
+
+def _infinite_as_floats(frame: Any) -> Any:
+    """JSON has no infinity: results write ε = ∞ as ``"inf"``. A column of numbers and
+    such strings becomes a float column, so medians and comparisons work."""
+    import pandas as pd
+
+    words = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+    for column in frame.select_dtypes(include="object").columns:
+        values = frame[column]
+        text = values.map(lambda v: isinstance(v, str))
+        if not text.any() or not values[text].isin(list(words)).all():
+            continue
+        rest = values[~text].dropna()
+        if rest.map(lambda v: isinstance(v, int | float) and not isinstance(v, bool)).all():
+            frame[column] = pd.to_numeric(values.replace(words), errors="coerce")
+    return frame
+
+
+def stored_row(directory: str | Path, row_id: str) -> dict[str, Any] | None:
+    """One stored row, read-only; None when there is no store or no such row."""
+    if not (Path(directory) / DB_NAME).exists():
+        return None
+    with ResultStore(directory, readonly=True) as store:
+        return store.row(row_id)
+
+
+@contextmanager
+def lock_directory(directory: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on a study directory (``sweep.lock`` in it, which records the
+    holder's pid); a second holder is refused at once with :class:`StoreBusyError`. The
+    operating system releases the lock when its process ends, even by ``kill -9``."""
+    path = Path(directory) / LOCK_NAME
+    if fcntl is None:  # pragma: no cover - not POSIX
+        yield
+        return
+    fh = path.open("a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read(20).strip() or "unknown"
+            raise StoreBusyError(
+                f"another sweep is running in {directory} (pid {holder}); wait for it to "
+                "finish, or use another --out directory"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        yield
+    finally:
+        fh.close()  # releases the lock
 
 
 def rows_without_timing(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

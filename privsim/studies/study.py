@@ -29,6 +29,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
+import os
+import reprlib
+import sys
+import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,16 +41,29 @@ from pathlib import Path
 from typing import Any
 
 from privsim import registry
-from privsim.scenarios.convert import set_fields
+from privsim.scenarios.convert import check_depth, set_fields
 from privsim.scenarios.loader import (
     ScenarioError,
     builtin_scenario_path,
     builtin_scenarios,
     scenario_from_dict,
 )
-from privsim.scenarios.schema import Scenario
+from privsim.scenarios.schema import FieldError, Scenario, check_safe_name
 
-__all__ = ["Study", "StudyError", "Task", "apply_fields", "load_study"]
+__all__ = [
+    "DEFAULT_MAX_TASKS",
+    "MAX_TASKS_ENV",
+    "Study",
+    "StudyError",
+    "Task",
+    "apply_fields",
+    "load_study",
+    "max_tasks",
+]
+
+#: Environment variable raising the limit on a study's tasks (cells × replications).
+MAX_TASKS_ENV = "PRIVSIM_MAX_TASKS"
+DEFAULT_MAX_TASKS = 10**6
 
 
 class StudyError(ValueError):
@@ -90,18 +108,25 @@ class Study:
     def cells(self) -> list[dict[str, Any]]:
         """Grid cells as coordinate dicts, in a fixed order (cases as given, then keys
         sorted, values as given); a case's fields are coordinates like the grid's."""
+        return list(self.iter_cells())
+
+    def iter_cells(self) -> Iterator[dict[str, Any]]:
+        """The cells of :meth:`cells`, one at a time (nothing grid-sized is built)."""
         keys = sorted(self.grid)
-        points = [
-            dict(zip(keys, combo, strict=True))
-            for combo in itertools.product(*(self.grid[k] for k in keys))
-        ]
-        return [{**case, **point} for case in (self.cases or ({},)) for point in points]
+        for case in self.cases or ({},):
+            for combo in itertools.product(*(self.grid[k] for k in keys)):
+                yield {**case, **dict(zip(keys, combo, strict=True))}
+
+    @property
+    def n_cells(self) -> int:
+        """How many cells, from the grid's sizes (without expanding it)."""
+        return max(1, len(self.cases)) * math.prod(len(v) for v in self.grid.values())
 
     def scenario(self, coordinates: Mapping[str, Any]) -> Scenario:
         return scenario_from_dict(apply_fields(self.base, coordinates))
 
     def tasks(self) -> Iterator[Task]:
-        for coords in self.cells():
+        for coords in self.iter_cells():
             canon = _canonical(coords)
             cell = _digest(self.name, canon, size=5).hex()
             for r in range(self.replications):
@@ -109,21 +134,28 @@ class Study:
                 yield Task(f"{cell}-r{r}", cell, tuple(sorted(coords.items())), r, seed)
 
     def validate(self) -> None:
-        """Build every cell's scenario once: any bad field or value fails here, before work."""
-        for coords in self.cells():
+        """Build every cell's scenario once: any bad field or value fails here, before work.
+        A large grid reports its progress on stderr."""
+        total, shown = self.n_cells, time.monotonic()
+        for i, coords in enumerate(self.iter_cells()):
+            if total >= 1000 and time.monotonic() - shown > 2.0:
+                shown = time.monotonic()
+                print(f"validating cell {i} of {total}", file=sys.stderr, flush=True)
             try:
                 scenario = self.scenario(coords)
                 registry.get(scenario.protocol).preflight(scenario)  # e.g. the data set exists
             except (ValueError, OSError) as exc:
-                if not isinstance(exc, ScenarioError):
-                    raise StudyError(f"cell {coords}: {exc}") from None
+                if not isinstance(exc, ScenarioError | FieldError):
+                    raise StudyError(f"cell {_short(coords)}: {exc}") from None
+                if isinstance(exc, FieldError):  # from a preflight: name the field
+                    exc = ScenarioError(exc.field, exc.problem, exc.fix)
                 where = exc.field
                 origin = (
                     "grid"
                     if any(where == k or where.startswith(k + ".") for k in coords)
                     else "base"
                 )
-                raise StudyError(f"{origin} cell {coords}: {exc}") from None
+                raise StudyError(f"{origin} cell {_short(coords)}: {exc}") from None
 
     def to_toml_dict(self) -> dict[str, Any]:
         return {
@@ -139,16 +171,69 @@ class Study:
 def load_study(path: str | Path) -> Study:
     """Read a study TOML, resolve its base scenario and validate every grid cell."""
     p = Path(path)
+    return study_from_dict(_read_toml(p, "study file"), p.parent, source=str(p))
+
+
+def _read_toml(p: Path, what: str) -> dict[str, Any]:
+    """A TOML file's tables, or a :class:`StudyError` naming the file."""
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise StudyError(f"study file {str(p)!r} does not exist") from None
+        raise StudyError(f"{what} {str(p)!r} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{p} is not valid TOML ({exc}); correct the syntax") from None
-    return study_from_dict(data, p.parent, source=str(p))
+    except (OSError, ValueError) as exc:  # a directory, not UTF-8, unreadable
+        raise StudyError(
+            f"{what} {str(p)!r} is not a readable text file ({type(exc).__name__}); "
+            "give a .toml file"
+        ) from None
+    except RecursionError:
+        raise StudyError(
+            f"{p} nests lists or tables too deeply; give plain values, lists and tables"
+        ) from None
+
+
+def _repeated(values: list[Any]) -> Any:
+    """The first value that occurs twice in ``values`` (compared as canonical JSON)."""
+    seen: set[str] = set()
+    for value in values:
+        key = json.dumps(value, sort_keys=True, default=repr)
+        if key in seen:
+            return value
+        seen.add(key)
+    return None
+
+
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
+
+
+def max_tasks() -> int:
+    """The limit on a study's tasks (cells × replications): ``$PRIVSIM_MAX_TASKS`` or 10⁶."""
+    value = os.environ.get(MAX_TASKS_ENV, "").strip()
+    try:
+        return int(float(value)) if value else DEFAULT_MAX_TASKS
+    except ValueError:
+        raise StudyError(f"{MAX_TASKS_ENV}={value[:40]!r} is not a number of tasks") from None
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother = 3, 60, 60
+    text = short.repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: str = "") -> Study:
+    if not isinstance(data, Mapping):
+        raise StudyError(f"a study is a table, got {type(data).__name__}")
+    try:
+        check_depth(data)
+    except ScenarioError as exc:
+        raise StudyError(f"study key '{exc.field}': nested too deeply; {exc}") from None
     known = {"name", "seed", "replications", "base", "overrides", "grid", "cases"}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -156,24 +241,34 @@ def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: s
     name = data.get("name", "study")
     seed = data.get("seed", 0)
     reps = data.get("replications", 1)
-    if not isinstance(name, str) or not name:
-        raise StudyError('name must be a non-empty string, e.g. name = "epsilon-sweep"')
+    try:
+        check_safe_name("name", name)  # it may name files and directories
+    except FieldError as exc:
+        raise StudyError(
+            f"study name: {exc.problem}; {exc.fix.replace('my-scenario', 'epsilon-sweep')}"
+        ) from None
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise StudyError(f"seed must be a non-negative integer, got {seed!r}")
+        raise StudyError(f"seed must be a non-negative integer, got {_short(seed)}")
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
-        raise StudyError(f"replications must be an integer >= 1, got {reps!r}")
+        raise StudyError(f"replications must be an integer >= 1, got {_short(reps)}")
+    if reps > max_tasks():
+        raise StudyError(
+            f"replications = {reps} is more than the limit of {max_tasks()} tasks; lower "
+            f"replications, or raise the limit with {MAX_TASKS_ENV}"
+        )
     base_ref = data.get("base", "quickstart")
     if isinstance(base_ref, dict):
         base = dict(base_ref)
     elif isinstance(base_ref, str):
         candidate = (root / base_ref) if root is not None else Path(base_ref)
-        if base_ref in builtin_scenarios() and not candidate.exists():
+        if base_ref in builtin_scenarios() and not _exists(candidate):
             candidate = builtin_scenario_path(base_ref)
-        if not candidate.exists():
+        if not _exists(candidate):
             raise StudyError(
-                f"base {base_ref!r} is neither a built-in scenario {builtin_scenarios()} nor a file"
+                f"base {_short(base_ref)} is neither a built-in scenario {builtin_scenarios()} "
+                "nor a file"
             )
-        base = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        base = _read_toml(candidate, "base scenario file")
     else:
         raise StudyError("base must be a built-in scenario name, a TOML path, or a table")
     overrides = data.get("overrides", {})
@@ -188,24 +283,48 @@ def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: s
     grid: dict[str, tuple[Any, ...]] = {}
     for key, values in raw_grid.items():
         if not isinstance(values, list):
-            raise StudyError(f"grid field '{key}' must be a list of values, got {values!r}")
+            raise StudyError(f"grid field '{key}' must be a list of values, got {_short(values)}")
         if not values:
             raise StudyError(f"grid field '{key}' has no values; give at least one")
         grid[key] = tuple(values)
+        twice = _repeated(values)
+        if twice is not None:
+            raise StudyError(
+                f"grid field '{key}' lists {_short(twice)} more than once; list each value "
+                "once (a repeated cell would repeat its rows)"
+            )
     raw_cases = data.get("cases", [])
     if not isinstance(raw_cases, list) or not all(isinstance(c, dict) and c for c in raw_cases):
         raise StudyError(
             'cases must be an array of tables of dotted fields, e.g. [[cases]] "blr.dataset" = "abalone"'
         )
     cases = tuple(dict(c) for c in raw_cases)
-    if cases and len({tuple(sorted(c)) for c in cases}) != 1:
-        raise StudyError("every case must set the same fields; give each case every field")
+    twice = _repeated(list(cases))
+    if twice is not None:
+        raise StudyError(f"cases: the case {_short(twice)} is given more than once; give it once")
+    for i, case in enumerate(cases[1:], 1):
+        if set(case) != set(cases[0]):
+            odd = sorted(set(case) ^ set(cases[0]))[0]
+            raise StudyError(
+                f"cases: every case must set the same fields, but case {i} and case 0 differ "
+                f"in '{odd}'; give each case every field"
+            )
     clash = sorted(set(cases[0]) & set(grid)) if cases else []
     if clash:
         raise StudyError(f"field '{clash[0]}' is both in a case and in the grid; keep it in one")
     study = Study(
         name=name, seed=seed, replications=reps, base=base, grid=grid, cases=cases, source=source
     )
+    # Sized from the grid's lengths, before any cell is built.
+    if study.n_cells * reps > max_tasks():
+        sizes = " × ".join(
+            [f"{len(cases)} cases"] * bool(cases) + [f"{len(v)} {k}" for k, v in grid.items()]
+        )
+        raise StudyError(
+            f"grid: {sizes} = {study.n_cells} cells × {reps} replications = "
+            f"{study.n_cells * reps} tasks, more than the limit of {max_tasks()}; shorten the "
+            f"grid or lower replications, or raise the limit with {MAX_TASKS_ENV}"
+        )
     try:
         scenario_from_dict(base)
     except ScenarioError as exc:

@@ -7,11 +7,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from privsim.results import write_json_atomic
 from privsim.studies.executors import make_executor
-from privsim.studies.store import ResultStore
+from privsim.studies.store import DB_NAME, ResultStore, check_store, lock_directory
 from privsim.studies.study import Study, StudyError
 from privsim.studies.worker import run_task
 
@@ -27,6 +27,9 @@ class SweepSummary:
     ran: int
     errors: int
     seconds: float
+    #: Released rows whose privacy guarantee was not met (labelled non-private baselines
+    #: aside), over the whole store.
+    over_budget: int = 0
 
 
 class _Progress:
@@ -60,11 +63,36 @@ class _Progress:
             self.stream.flush()
 
 
-def _check_same_study(out: Path, study: Study) -> None:
+def _read_study_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not valid JSON text"
+        raise StudyError(
+            f"{path} is unreadable ({reason}): the results directory is damaged or not a "
+            "study's; restore the file, or choose another --out directory"
+        ) from None
+    if not isinstance(data, dict):
+        raise StudyError(
+            f"{path} does not describe a study (not a JSON object); restore the file, or "
+            "choose another --out directory"
+        )
+    return data
+
+
+def _study_key(study: dict[str, Any]) -> str:
+    """What must match for two sweeps to share a store: all but the replications (row
+    seeds do not depend on their number)."""
+    return json.dumps({k: v for k, v in study.items() if k != "replications"}, sort_keys=True)
+
+
+def _check_same_study(out: Path, study: Study) -> dict[str, Any]:
+    """Refuse a directory holding another study's ``study.json`` (read-only); the plain
+    study description to store."""
     path = out / STUDY_FILE
     mine = json.loads(json.dumps(study.to_toml_dict()))
     if path.exists():
-        theirs = json.loads(path.read_text(encoding="utf-8"))
+        theirs = _read_study_file(path)
         # Row seeds do not depend on the number of replications: more (or fewer) is allowed.
         if {k: v for k, v in theirs.items() if k != "replications"} != {
             k: v for k, v in mine.items() if k != "replications"
@@ -73,7 +101,7 @@ def _check_same_study(out: Path, study: Study) -> None:
                 f"{out} holds results of a different study (name, seed, base or grid changed); "
                 "use a new --out directory"
             )
-    write_json_atomic(path, mine)
+    return mine
 
 
 def sweep(
@@ -83,15 +111,41 @@ def sweep(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: TextIO | None = sys.stderr,
+    security: Any = None,
 ) -> SweepSummary:
-    """Run every replication of ``study`` not yet in ``out``; resumable at any point."""
+    """Run every replication of ``study`` not yet in ``out``; resumable at any point.
+
+    The directory is locked for the sweep: a second sweep on it is refused
+    (:class:`~privsim.studies.store.StoreBusyError`). ``security``: a Dask
+    ``distributed.Security`` for a ``tls://`` scheduler (see
+    :func:`~privsim.studies.executors.dask_security`)."""
     out = Path(out)
     started = time.perf_counter()
+    if out.exists() and not out.is_dir():
+        raise StudyError(f"--out {out} is a file, not a directory; choose a directory")
     out.mkdir(parents=True, exist_ok=True)
-    _check_same_study(out, study)
-    executor = make_executor(scheduler, workers)  # an unreachable scheduler fails here
+    with lock_directory(out):
+        return _sweep_locked(study, out, started, scheduler, workers, progress, security)
+
+
+def _sweep_locked(
+    study: Study,
+    out: Path,
+    started: float,
+    scheduler: str | None,
+    workers: int | None,
+    progress: TextIO | None,
+    security: Any,
+) -> SweepSummary:
+    check_store(out / DB_NAME)  # corrupted or foreign: a named error, before any write
+    mine = _check_same_study(out, study)
+    executor = make_executor(scheduler, workers, security)  # an unreachable scheduler fails here
     try:
-        with ResultStore(out) as store:
+        with ResultStore(out, check=False) as store:
+            # The same-study check and the first write are one transaction: a different
+            # study never adds a row, even where the directory lock does not hold (NFS).
+            store.claim(_study_key(mine))
+            write_json_atomic(out / STUDY_FILE, mine)
             done = store.done()
             tasks = [t for t in study.tasks() if t.row_id not in done]
             total = len(done) + len(tasks)
@@ -102,9 +156,20 @@ def sweep(
                 error = row.get("status") == "error"
                 errors += int(error)
                 bar.update(error)
+            over = sum(1 for r in store.rows() if over_budget(r))
     finally:
         executor.close()
-    return SweepSummary(total, len(done), len(tasks), errors, time.perf_counter() - started)
+    return SweepSummary(total, len(done), len(tasks), errors, time.perf_counter() - started, over)
+
+
+def over_budget(row: dict[str, Any]) -> bool:
+    """A released row whose privacy guarantee was not met (not a non-private baseline)."""
+    privacy = row.get("privacy") or {}
+    return (
+        row.get("status") == "released"
+        and privacy.get("guarantee_met") is False
+        and not privacy.get("non_private", False)
+    )
 
 
 def load_study_dir(out: str | Path) -> Study:
@@ -114,4 +179,5 @@ def load_study_dir(out: str | Path) -> Study:
     path = Path(out) / STUDY_FILE
     if not path.exists():
         raise StudyError(f"{out} has no {STUDY_FILE}: not a study results directory")
-    return study_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    check_store(Path(out) / DB_NAME)  # before any work, never written
+    return study_from_dict(_read_study_file(path))

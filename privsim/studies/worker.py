@@ -91,17 +91,24 @@ def flatten_result(result: Mapping[str, Any]) -> dict[str, Any]:
             "exposure": dict(coalition.get("exposure") or {}),
         },
         "methods": {
-            name: {
-                "status": m["status"],
-                "privacy": _privacy(m["privacy"]),
-                "accuracy": m.get("accuracy"),
-                "communication": _communication(m.get("communication"), roles=False),
-            }
+            name: _present(
+                {
+                    "status": m["status"],
+                    "privacy": _privacy(m["privacy"]),
+                    "accuracy": m.get("accuracy"),
+                    "communication": _communication(m.get("communication"), roles=False),
+                }
+            )
             for name, m in (result.get("methods") or {}).items()
         },
         "timing": dict(result["timing"]),
     }
-    return _merge(row, registry.get(result["protocol"]).flatten(result))
+    return _merge(_present(row), registry.get(result["protocol"]).flatten(result))
+
+
+def _present(section: dict[str, Any]) -> dict[str, Any]:
+    """``section`` without the parts a protocol does not report (``None``)."""
+    return {k: v for k, v in section.items() if v is not None}
 
 
 _BLAS_LIMITED = False

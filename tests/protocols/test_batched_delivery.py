@@ -7,6 +7,7 @@ import pytest
 
 from privsim.kit.result import Communication
 from privsim.protocols.dca.run import simulate
+from privsim.scenarios import ScenarioError
 from privsim.sim.trace import Status
 from tests.conftest import make_scenario
 
@@ -113,6 +114,6 @@ def test_colluding_clients_view_is_the_same_in_both_paths():
 
 
 def test_batched_delivery_refuses_colluding_compute_nodes():
-    sc = make_scenario(dca={"delivery": "batched"}, threat={"colluding_servers": ["compute-0"]})
-    with pytest.raises(ValueError, match="per_message"):
-        simulate(sc)
+    # refused at validation, naming the field (issue 16), not when the run starts
+    with pytest.raises(ScenarioError, match=r"dca\.delivery.*per_message"):
+        make_scenario(dca={"delivery": "batched"}, threat={"colluding_servers": ["compute-0"]})

@@ -12,7 +12,7 @@ from privsim import registry
 from privsim.protocols.bcd import BCD
 from privsim.protocols.bcd.figures import draw_coefficients, draw_iterations, draw_study
 from privsim.protocols.bcd.study_checks import TITLE, bcd_sections
-from privsim.scenarios.errors import ScenarioError
+from privsim.scenarios.errors import FieldError, ScenarioError
 from privsim.scenarios.schema import Scenario
 
 
@@ -65,11 +65,12 @@ def test_report_lines_of_an_aborted_run_give_the_reason():
 def test_flatten_gives_only_the_protocols_own_columns():
     result = BCD.run(_example(), 3).to_dict()
     columns = BCD.flatten(result)
-    assert set(columns) == {"bcd", "reference", "dataset", "r2_by_iteration"}
-    assert columns["bcd"] == {"iterations": 2, "steps": 4}
-    assert set(columns["reference"]) == {"r2_central", "beta_central"}
-    assert columns["dataset"] == {"columns": ["x0", "x1", "x2", "x3"]}
-    assert len(columns["r2_by_iteration"]) == 2
+    assert set(columns) == {"bcd"}  # every column under the protocol's name
+    bcd = columns["bcd"]
+    assert (bcd["iterations"], bcd["steps"]) == (2, 4)
+    assert set(bcd["reference"]) == {"r2_central", "beta_central"}
+    assert bcd["dataset"] == {"columns": ["x0", "x1", "x2", "x3"]}
+    assert len(bcd["r2_by_iteration"]) == 2
 
 
 def test_check_rejects_a_coalition_of_parties_that_do_not_exist():
@@ -84,7 +85,8 @@ def test_check_rejects_a_coalition_of_parties_that_do_not_exist():
 
 def test_preflight_checks_named_data_only():
     BCD.preflight(_example())  # synthetic: nothing to load
-    with pytest.raises(FileNotFoundError):
+    # a missing file is named, with the field that names it (issue 16)
+    with pytest.raises(FieldError, match=r"bcd\.csv_path.*/nonexistent/bcd\.csv.*does not exist"):
         BCD.preflight(
             _example(
                 **{
@@ -114,10 +116,10 @@ def _frame():
                         "accuracy.aapd": 0.5 if released else None,
                         "accuracy.beta_abs_error": 0.1 if released else None,
                         "accuracy.beta": [1.0 + 0.1 * rep, -1.0, 0.5] if released else None,
-                        "reference.beta_central": [1.1, -1.0, 0.4],
-                        "reference.r2_central": 0.3,
-                        "dataset.columns": ["a", "b", "c"],
-                        "r2_by_iteration": [0.1, 0.2, 0.25][: 3 - (rep == 3)],
+                        "bcd.reference.beta_central": [1.1, -1.0, 0.4],
+                        "bcd.reference.r2_central": 0.3,
+                        "bcd.dataset.columns": ["a", "b", "c"],
+                        "bcd.r2_by_iteration": [0.1, 0.2, 0.25][: 3 - (rep == 3)],
                     }
                 )
     return pd.DataFrame(rows)
@@ -175,7 +177,7 @@ def test_r2_by_iteration_figures_one_per_data_set(tmp_path):
 def test_the_study_figures_ask_the_kit_for_the_one_factor_plots(tmp_path):
     kit = _Kit(_frame(), tmp_path)
     drawn = draw_study(kit, None)
-    assert kit.calls == [("accuracy.r2", "reference.r2_central"), ("accuracy.aapd", None)]
+    assert kit.calls == [("accuracy.r2", "bcd.reference.r2_central"), ("accuracy.aapd", None)]
     assert len(drawn) == 4  # two coefficient and two R²-by-iteration figures
     assert BCD.study.figures is draw_study
 

@@ -45,8 +45,8 @@ def test_bcd_sweep_tabulates_aborts_r2_and_draws_one_factor_figures(tmp_path):
     assert (released["privacy.delta"] == 0.0).all() and released["privacy.guarantee_met"].all()
     # the protocol's own columns (bcd flatten): steps, the centralised reference, R² path
     assert (released["bcd.steps"] == 2 * 5).all() and (released["bcd.iterations"] == 5).all()
-    assert released["reference.r2_central"].notna().all()
-    assert released["r2_by_iteration"].map(len).eq(5).all()
+    assert released["bcd.reference.r2_central"].notna().all()
+    assert released["bcd.r2_by_iteration"].map(len).eq(5).all()
     assert (frame["coalition.exposure.remainders_received"] >= 0).all()
     md, figures = write_report(tmp_path / "out")
     text = md.read_text()

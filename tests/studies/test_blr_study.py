@@ -83,8 +83,8 @@ def test_blr_sweep_stores_one_column_per_method_and_draws_method_figures(tmp_pat
     ).all()
     # BLR's own columns: clients included per distributed method and round
     clients = frame["grid.population.clients"]
-    assert (frame["methods.DDP.included"] == clients).all()
-    assert (frame["methods.proj_DDP.included_round1"] == clients).all()
+    assert (frame["methods.DDP.details.included"] == clients).all()
+    assert (frame["methods.proj_DDP.details.included_round1"] == clients).all()
     assert frame["blr.thresholds.feature"].notna().all()
     md, figures = write_report(tmp_path / "out")
     text = md.read_text()

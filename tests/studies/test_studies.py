@@ -136,6 +136,31 @@ def test_a_failing_replication_is_recorded_and_the_study_goes_on(tmp_path):
     assert errors["error"].str.contains("BudgetExceededError").all()
 
 
+def test_over_budget_rows_are_counted_by_sweep_and_marked_in_the_report(tmp_path, capsys):
+    # classic calibration at eps = 10, delta = 1e-4 delivers eps ≈ 10.6 (T = 0: the
+    # honest clients carry exactly sigma_std): with on_overspend = "warn" the rows run
+    # and every one of them is over its budget.
+    overrides = (
+        '[overrides]\n"privacy.epsilon" = 10.0\n"privacy.delta" = 1e-4\n'
+        '"privacy.on_overspend" = "warn"\n"dca.tolerated" = 0\n'
+    )
+    path = _study_file(
+        tmp_path, '"privacy.calibration" = ["exact", "classic"]', replications=2, extra=overrides
+    )
+    summary = sweep(load_study(path), tmp_path / "out", workers=1, progress=None)
+    assert (summary.errors, summary.over_budget) == (0, 2)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out")]) == 0
+    assert "2 released rows do not meet their privacy guarantee" in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "out")]) == 0
+    md = (tmp_path / "out" / "report" / "summary.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| privacy.calibration"))
+    assert "over_budget" in header
+    cells = [line for line in md.splitlines() if line.startswith("| classic |")]
+    assert cells and all(line.split("|")[4].strip() == "2" for line in cells)  # 2 of 2 over
+    exact = [line for line in md.splitlines() if line.startswith("| exact |")]
+    assert exact and all(line.split("|")[4].strip() == "0" for line in exact)
+
+
 def test_dask_local_cluster_gives_the_same_rows_as_the_process_pool(tmp_path):
     path = _study_file(tmp_path, GRID)
     sweep(load_study(path), tmp_path / "pool", workers=2, progress=None)

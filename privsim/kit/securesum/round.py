@@ -16,12 +16,19 @@ import dp_accounting
 import numpy as np
 
 from privsim.kit.securesum import behaviours as dca
-from privsim.kit.securesum.batched import ShareRound, client_population, compute_node_batched
+from privsim.kit.securesum.batched import (
+    CHUNK_BYTES,
+    THREADS,
+    ShareRound,
+    client_population,
+    compute_node_batched,
+)
 from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.inputs import ClientInputs, ShareSource
 from privsim.kit.securesum.maths import fixed_point_bound
 from privsim.kit.securesum.messages import DCA_KINDS, DcaKinds
 from privsim.kit.securesum.outcome import AbortReason, SumOutcome
+from privsim.kit.spec import PARTY_BYTES
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.agent import Agent
@@ -38,6 +45,7 @@ __all__ = [
     "node_names",
     "outcome_of",
     "plan",
+    "secure_sum_bytes",
     "settle",
 ]
 
@@ -103,11 +111,27 @@ def check_fixed_point(scenario: Scenario, n: int, peak_value: float, noise_std: 
     ``n`` clients, each entry at most ``peak_value`` plus noise of ``noise_std``."""
     bits = _config(scenario).fraction_bits
     peak = n * (peak_value + 10.0 * noise_std)
-    if peak >= fixed_point_bound(bits):
-        raise ValueError(
-            f"dca.fraction_bits = {bits}: a sum of {n} clients can reach {peak:.3g}, beyond the "
-            f"fixed-point range ±{fixed_point_bound(bits):.3g}; lower fraction_bits"
+    if not peak < fixed_point_bound(bits):
+        raise FieldError(
+            "dca.fraction_bits",
+            f"{bits}: a sum of {n} clients can reach {peak:.3g}, beyond the fixed-point "
+            f"range ±{fixed_point_bound(bits):.3g}",
+            "lower dca.fraction_bits, or raise privacy.epsilon (less noise)",
         )
+
+
+def secure_sum_bytes(clients: int, nodes: int, dimension: int, *, batched: bool) -> int:
+    """Estimated peak memory of one DCA round, in bytes. Per message, every client's
+    vector, noise and M shares are in flight at once: N·d·8·(M+2). Batched, the shares
+    are made and summed in chunks: THREADS chunks of CHUNK_BYTES (or of one client's M
+    shares, if larger), three times over, plus the nodes' sums, 8·d·(M+2). Either way
+    N·PARTY_BYTES for the parties themselves."""
+    n, m, d = clients, max(nodes, 1), dimension
+    if batched:
+        shares = 3 * THREADS * max(CHUNK_BYTES, 8 * m * d) + 8 * d * (m + 2)
+    else:
+        shares = n * d * 8 * (m + 2)
+    return n * PARTY_BYTES + shares
 
 
 def channel_pairs(world: World) -> list[tuple[str, str]]:

@@ -9,12 +9,13 @@ locally sensitive ε from the ledger, the cost and the remainders the adversary 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from privsim.kit.spec import ProtocolSpec, StudyView
+from privsim.data.registry import DataError, DataFormatError
+from privsim.kit.spec import PARTY_BYTES, Footprint, ProtocolSpec, StudyView
 from privsim.protocols.bcd.config import BcdConfig
 from privsim.protocols.bcd.data import load_partitioned
 from privsim.protocols.bcd.experiment import party_names, run_bcd
@@ -59,9 +60,34 @@ def _preflight(scenario: Scenario) -> None:
     cfg = scenario.table("bcd", BcdConfig)
     if cfg.dataset == "synthetic":
         return
-    data = load_partitioned(cfg, np.random.default_rng(0))
+    try:
+        data = load_partitioned(cfg, np.random.default_rng(0))
+    except (DataError, DataFormatError) as exc:
+        field = "bcd.csv_path" if cfg.dataset == "csv" else "bcd.dataset"
+        raise FieldError(field, str(exc), "correct the file, its columns or the data set") from None
     for j in range(cfg.parties):
-        LocalBlock.of(data.block(j))
+        try:
+            LocalBlock.of(data.block(j))
+        except ValueError as exc:
+            raise FieldError(
+                f"bcd.blocks[{j}]", f"party-{j}'s block: {exc}", "give the party other columns"
+            ) from None
+
+
+def _parties(scenario: Scenario) -> dict[str, Sequence[str]]:
+    """The ring: ``party-0`` (the label owner) … ``party-(k−1)``, role ``party``."""
+    return {"party": party_names(scenario.table("bcd", BcdConfig))}
+
+
+def _footprint(scenario: Scenario) -> Footprint:
+    """Peak memory ≈ N·p·8·(k+4) + k·P: the records (N × p predictors) and each of the k
+    parties' copy of its block, remainders and projections; P = PARTY_BYTES per party.
+    The registered data sets are small (at most 1197 × 27); a CSV is counted as read."""
+    cfg = scenario.table("bcd", BcdConfig)
+    n = cfg.records if cfg.dataset == "synthetic" else 0
+    total = n * cfg.predictors * 8 * (cfg.parties + 4) + cfg.parties * PARTY_BYTES
+    field = "bcd.records" if n >= cfg.predictors * cfg.parties else "bcd.predictors"
+    return Footprint(total, field, f"N·p·8·(k+4), N = {n}, p = {cfg.predictors}, k = {cfg.parties}")
 
 
 def _flatten(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,17 +95,20 @@ def _flatten(result: Mapping[str, Any]) -> dict[str, Any]:
     each iteration (for the coefficient and R²-by-iteration figures)."""
     bcd = result["bcd"]
     return {
-        "bcd": {"iterations": bcd["iterations"], "steps": bcd["steps"]},
-        "reference": dict(bcd["reference"]),
-        "dataset": {"columns": list(bcd["dataset"]["columns"])},
-        "r2_by_iteration": list(bcd["r2_by_iteration"]),
+        "bcd": {
+            "iterations": bcd["iterations"],
+            "steps": bcd["steps"],
+            "reference": dict(bcd["reference"]),
+            "dataset": {"columns": list(bcd["dataset"]["columns"])},
+            "r2_by_iteration": list(bcd["r2_by_iteration"]),
+        }
     }
 
 
 STUDY = StudyView(
     metrics={
         "accuracy.r2": "R² of the published model (in sample)",
-        "reference.r2_central": "R² of the centralised least-squares solution",
+        "bcd.reference.r2_central": "R² of the centralised least-squares solution",
         "accuracy.aapd": "AAPD of β against the centralised solution",
         "accuracy.beta_abs_error": "mean |β̂ − β*| against the centralised solution",
     },
@@ -112,6 +141,8 @@ BCD = ProtocolSpec(
     example=EXAMPLE,
     check=_check,
     preflight=_preflight,
+    parties=_parties,
+    footprint=_footprint,
     report=report_lines,
     flatten=_flatten,
     study=STUDY,
@@ -119,6 +150,7 @@ BCD = ProtocolSpec(
         "remainders_received": "remainder vectors v the coalition received from parties "
         "outside it (each a perturbed y − Xβ in DP-BCD)"
     },
+    overspend={"bcd.step_budget": "whole"},  # every step spends ε: kT·ε in all
 )
 
 PROTOCOLS = (BCD,)

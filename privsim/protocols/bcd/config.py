@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 from privsim.scenarios.errors import FieldError, require_positive
 
 __all__ = ["BcdConfig"]
+
+
+#: The data sets BCD reads (``forestfires`` and ``garments`` with the paper's preprocessing).
+DATASETS = ("synthetic", "forestfires", "garments", "csv")
+#: Largest |γ|, |β mean|, β sd or convergence bound accepted (see ``BcdConfig``).
+SCALE_LIMIT = 1e6
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +64,8 @@ class BcdConfig:
     def __post_init__(self) -> None:
         if self.parties < 2:
             raise FieldError("bcd.parties", f"must be >= 2, got {self.parties}", "give 2 or more")
+        if self.records < 1:
+            raise FieldError("bcd.records", f"must be >= 1, got {self.records}", "give N >= 1")
         if self.iterations < 1:
             raise FieldError(
                 "bcd.iterations", f"must be >= 1, got {self.iterations}", "give T >= 1"
@@ -87,6 +96,7 @@ class BcdConfig:
                 f"{len(self.blocks)} blocks for {self.parties} parties",
                 "give one list of columns per party",
             )
+        self._check_blocks()
         if self.dataset == "csv" and not (self.csv_path and self.features and self.target):
             raise FieldError(
                 "bcd.csv_path",
@@ -94,3 +104,68 @@ class BcdConfig:
                 'add csv_path = "data.csv", features = ["a", "b"], target = "y"',
             )
         require_positive("bcd.step_timeout", self.step_timeout)
+        if self.dataset not in DATASETS:
+            shown = self.dataset if len(self.dataset) <= 40 else self.dataset[:40] + "…"
+            raise FieldError(
+                "bcd.dataset", f"no data set {shown!r}", f"use one of {list(DATASETS)}"
+            )
+        if self.dataset == "csv" and self.target in self.features:
+            raise FieldError(
+                "bcd.target",
+                f"the target {self.target!r} is also listed in bcd.features",
+                "remove it from the features: a model cannot be given its own answer",
+            )
+        if self.dataset == "synthetic" and self.records <= self.predictors:
+            raise FieldError(
+                "bcd.records",
+                f"{self.records} records for {self.predictors} predictors: each party's "
+                "least squares needs more records than columns",
+                f"give records > {self.predictors}",
+            )
+        # The synthetic design and γ scale the data and the perturbation: beyond
+        # SCALE_LIMIT the sums of squares overflow a float and the results are NaN.
+        for name in ("gamma", "beta_mean", "beta_sd", "convergence_bound"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and abs(value) <= SCALE_LIMIT):
+                raise FieldError(
+                    f"bcd.{name}",
+                    f"must be finite and at most {SCALE_LIMIT:g} in size, got {value!r}",
+                    "give a value of the order of the paper's (privsim scenario bcd)",
+                )
+        for name in ("beta_sd", "convergence_bound"):
+            if getattr(self, name) < 0:
+                raise FieldError(
+                    f"bcd.{name}", f"must be >= 0, got {getattr(self, name)}", "give 0 or more"
+                )
+
+    def _check_blocks(self) -> None:
+        """Every party's block names at least one column, no column twice; synthetic
+        columns are x0 … x(p−1)."""
+        seen: set[str] = set()
+        for j, block in enumerate(self.blocks):
+            if not block:
+                raise FieldError(f"bcd.blocks[{j}]", "no column", "give each party a column")
+            for column in block:
+                if column in seen:
+                    raise FieldError(
+                        f"bcd.blocks[{j}]",
+                        f"column {column!r} is given to two parties",
+                        "give every column to exactly one party",
+                    )
+                seen.add(column)
+        if self.blocks and self.dataset == "synthetic":
+            names = {f"x{i}" for i in range(self.predictors)}
+            unknown = sorted(seen - names)
+            if unknown:
+                raise FieldError(
+                    "bcd.blocks",
+                    f"no column {unknown[0]!r} in the synthetic data",
+                    f"use x0 … x{self.predictors - 1}",
+                )
+            if seen != names:
+                left = sorted(names - seen, key=lambda c: int(c[1:]))
+                raise FieldError(
+                    "bcd.blocks",
+                    f"column(s) {left[:5]} given to no party",
+                    "give every column to exactly one party",
+                )

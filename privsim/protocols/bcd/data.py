@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from privsim.data.registry import load_csv, load_dataset
 from privsim.protocols.bcd.config import BcdConfig
+from privsim.scenarios.errors import FieldError
 
 __all__ = ["PartitionedData", "load_partitioned", "synthetic"]
 
@@ -46,8 +47,8 @@ def synthetic(cfg: BcdConfig, rng: np.random.Generator) -> PartitionedData:
     signal = float(beta @ sigma @ beta)
     noise_sd = math.sqrt(signal * (1.0 - cfg.r_squared) / cfg.r_squared)
     y = x @ beta + noise_sd * rng.standard_normal(n)
-    blocks = tuple(tuple(int(i) for i in b) for b in np.array_split(np.arange(p), cfg.parties))
     names = tuple(f"x{i}" for i in range(p))
+    blocks = _blocks(names, cfg)  # bcd.blocks if given, else an even split
     return PartitionedData("synthetic", x, y, names, blocks, beta_true=beta)
 
 
@@ -118,13 +119,19 @@ def _blocks(
     if cfg.blocks:
         unknown = sorted({c for b in cfg.blocks for c in b} - set(index))
         if unknown:
-            raise ValueError(f"bcd.blocks: no column(s) {unknown}; the data has {list(columns)}")
+            raise FieldError(
+                "bcd.blocks",
+                f"no column(s) {unknown[:5]} in data set {cfg.dataset!r}",
+                f"use the data's columns: {list(columns)[:40]}",
+            )
         named = [tuple(index[c] for c in b) for b in cfg.blocks]
         covered = sorted(i for b in named for i in b)
         if covered != list(range(len(columns))):
-            raise ValueError(
-                "bcd.blocks must give every column to exactly one party; "
-                f"missing or repeated: {sorted(set(range(len(columns))) ^ set(covered))}"
+            left = sorted(set(range(len(columns))) ^ set(covered))
+            raise FieldError(
+                "bcd.blocks",
+                f"column(s) {[columns[i] for i in left[:5]]} given to no party or to two",
+                "give every column to exactly one party",
             )
         return tuple(named)
     if default_second and cfg.parties == 2:
@@ -154,7 +161,9 @@ def load_partitioned(cfg: BcdConfig, rng: np.random.Generator) -> PartitionedDat
         x, y, columns = table.X, table.y, table.features
         x, y = x - x.mean(axis=0), y - y.mean()
     else:
-        raise ValueError(
-            f"bcd.dataset = {cfg.dataset!r}: use 'synthetic', 'forestfires', 'garments' or 'csv'"
+        raise FieldError(
+            "bcd.dataset",
+            f"no data set {cfg.dataset!r}",
+            "use 'synthetic', 'forestfires', 'garments' or 'csv'",
         )
     return PartitionedData(cfg.dataset, x, y, columns, _blocks(columns, cfg, second))

@@ -36,7 +36,7 @@ def draw_coefficients(kit: FigureKit, frame: Any) -> list[Path]:
     """Figures 5 and 7 of de Jong et al.: per predictor, the mean DP-BCD coefficient with
     its 2.5–97.5 percentile range over released replications, and the centralised
     coefficient; one figure per grid cell of a study with real (fixed) data."""
-    needed = ("accuracy.beta", "reference.beta_central", "status")
+    needed = ("accuracy.beta", "bcd.reference.beta_central", "status")
     if any(c not in frame.columns for c in needed):
         return []
     keys = _grid(frame)
@@ -48,7 +48,7 @@ def draw_coefficients(kit: FigureKit, frame: Any) -> list[Path]:
         if cell.get("grid.bcd.dataset", "synthetic") == "synthetic":
             continue  # a new data set every replication: no fixed coefficients to show
         betas = np.array(group["accuracy.beta"].tolist(), dtype=float)
-        central = np.array(group["reference.beta_central"].iloc[0], dtype=float)
+        central = np.array(group["bcd.reference.beta_central"].iloc[0], dtype=float)
         mean = betas.mean(axis=0)
         lo, hi = np.percentile(betas, [2.5, 97.5], axis=0)
         idx = np.arange(central.size)
@@ -63,7 +63,7 @@ def draw_coefficients(kit: FigureKit, frame: Any) -> list[Path]:
             label="DP-BCD: mean, 2.5–97.5 percentiles",
         )
         ax.scatter(central, idx, marker="x", color="black", zorder=5, label="centralised")
-        names = group["dataset.columns"].iloc[0] if "dataset.columns" in group else None
+        names = group["bcd.dataset.columns"].iloc[0] if "bcd.dataset.columns" in group else None
         ax.set_yticks(idx)
         ax.set_yticklabels(names if names else [str(i) for i in idx], fontsize=7)
         ax.invert_yaxis()
@@ -78,7 +78,7 @@ def draw_iterations(kit: FigureKit, frame: Any) -> list[Path]:
     """Figures 6 and 8 of de Jong et al.: R² of the model after each iteration, median
     over replications, one line per ε; one figure per data set (studies whose other grid
     fields are all text; numeric factors have their one-factor figures)."""
-    if "r2_by_iteration" not in frame.columns or EPSILON not in frame.columns:
+    if "bcd.r2_by_iteration" not in frame.columns or EPSILON not in frame.columns:
         return []
     import pandas as pd
 
@@ -90,7 +90,7 @@ def draw_iterations(kit: FigureKit, frame: Any) -> list[Path]:
         key = key if isinstance(key, tuple) else (key,)
         fig, ax = kit.figure(6.0, 4.0)
         for eps, group in panel.groupby(EPSILON, sort=True):
-            runs = [r for r in group["r2_by_iteration"] if isinstance(r, list) and r]
+            runs = [r for r in group["bcd.r2_by_iteration"] if isinstance(r, list) and r]
             depth = max((len(r) for r in runs), default=0)
             if not depth:
                 continue
@@ -103,9 +103,9 @@ def draw_iterations(kit: FigureKit, frame: Any) -> list[Path]:
                 marker="o",
                 label=f"ε = {eps:g}",
             )
-        if "reference.r2_central" in panel:
+        if "bcd.reference.r2_central" in panel:
             ax.axhline(
-                float(panel["reference.r2_central"].median()),
+                float(panel["bcd.reference.r2_central"].median()),
                 color="black",
                 ls="--",
                 label="centralised",
@@ -121,6 +121,6 @@ def draw_iterations(kit: FigureKit, frame: Any) -> list[Path]:
 def draw_study(kit: FigureKit, summary: Any) -> list[Path]:
     """The one-factor R² (with the centralised R²) and AAPD figures from the summary;
     the coefficient and R²-by-iteration figures from the rows, when the kit has them."""
-    drawn = kit.one_factor("accuracy.r2", reference="reference.r2_central")
+    drawn = kit.one_factor("accuracy.r2", reference="bcd.reference.r2_central")
     drawn += kit.one_factor("accuracy.aapd")
     return drawn + draw_coefficients(kit, kit.frame) + draw_iterations(kit, kit.frame)

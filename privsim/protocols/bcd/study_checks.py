@@ -20,7 +20,7 @@ PREAMBLE = (
 
 def bcd_table(frame: Any) -> str:
     """A Markdown table, one row per grid cell (empty if the study is not a BCD study)."""
-    if "accuracy.r2" not in frame.columns or "reference.r2_central" not in frame.columns:
+    if "accuracy.r2" not in frame.columns or "bcd.reference.r2_central" not in frame.columns:
         return ""
     keys = sorted(c for c in frame.columns if c.startswith("grid."))
     head = [k.removeprefix("grid.") for k in keys] + [
@@ -43,7 +43,7 @@ def bcd_table(frame: Any) -> str:
             if "accuracy.beta_abs_error" in ok
             else np.zeros(0)
         )
-        central = group["reference.r2_central"].to_numpy(dtype=np.float64)
+        central = group["bcd.reference.r2_central"].to_numpy(dtype=np.float64)
         if r2.size:
             q25, med, q75 = np.percentile(r2, [25, 50, 75])
             r2_text = f"{med:.3g} ({q25:.3g} – {q75:.3g})"

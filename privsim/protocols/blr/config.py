@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from privsim.data.registry import REGISTRY
 from privsim.scenarios.errors import FieldError, require_positive
 
 __all__ = ["BLR_METHODS", "BlrConfig"]
 
 #: Every BLR method, in the order they are reported.
 BLR_METHODS = ("NP", "proj_NP", "TA", "proj_TA", "DDP", "proj_DDP", "input_perturbation")
+
+
+#: Largest scale, bound, precision or grid end accepted (see ``BlrConfig``).
+SCALE_LIMIT = 1e6
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,12 +59,31 @@ class BlrConfig:
                 f"unknown method(s) {unknown}" if unknown else "no method given",
                 f"choose from {list(BLR_METHODS)}",
             )
+        if self.dataset not in ("synthetic", "csv") and self.dataset not in REGISTRY:
+            shown = self.dataset if len(self.dataset) <= 40 else self.dataset[:40] + "…"
+            raise FieldError(
+                "blr.dataset",
+                f"no data set {shown!r}",
+                f"use 'synthetic', 'csv' (with csv_path) or a registered one: {sorted(REGISTRY)}",
+            )
         if self.dataset == "csv" and not (self.csv_path and self.features and self.target):
             raise FieldError(
                 "blr.csv_path",
                 "dataset = 'csv' needs csv_path, features and target",
                 'add csv_path = "data.csv", features = ["a", "b"], target = "y"',
             )
+        if self.dataset == "csv":
+            if self.target in self.features:
+                raise FieldError(
+                    "blr.target",
+                    f"the target {self.target!r} is also listed in blr.features",
+                    "remove it from the features: a model cannot be given its own answer",
+                )
+            repeated = sorted({c for c in self.features if self.features.count(c) > 1})
+            if repeated:
+                raise FieldError(
+                    "blr.features", f"column {repeated[0]!r} is listed twice", "list it once"
+                )
         if not 0 < self.std_share < 1:
             raise FieldError(
                 "blr.std_share",
@@ -82,8 +106,32 @@ class BlrConfig:
                 f"must exceed grid_low = {self.grid_low}, got {self.grid_high}",
                 "give an interval, e.g. grid_low = 0.1, grid_high = 2.1",
             )
-        for name in ("grid_points", "grid_repeats", "test", "synthetic_dimension"):
+        for name in (
+            "grid_points",
+            "grid_repeats",
+            "test",
+            "synthetic_dimension",
+            "synthetic_records",
+        ):
             if getattr(self, name) < 1:
                 raise FieldError(
                     f"blr.{name}", f"must be >= 1, got {getattr(self, name)}", "give 1 or more"
+                )
+        # Every column is scaled to range_length and clipped to assumed_bound, so the
+        # sufficient statistics are sums of squares of these: beyond SCALE_LIMIT they
+        # overflow a float (NaN results); likewise the precisions and the grid.
+        for name in (
+            "range_length",
+            "assumed_bound",
+            "prior_precision",
+            "noise_precision",
+            "variance_floor",
+            "grid_high",
+        ):
+            if getattr(self, name) > SCALE_LIMIT:
+                raise FieldError(
+                    f"blr.{name}",
+                    f"{getattr(self, name):g} is too large (at most {SCALE_LIMIT:g}): "
+                    "the statistics would overflow",
+                    "give a value of the order of the shipped scenario's (privsim scenario blr)",
                 )

@@ -31,7 +31,13 @@ import dp_accounting
 import numpy as np
 import numpy.typing as npt
 
-from privsim.data.registry import load_csv, load_dataset
+from privsim.data.registry import (
+    DATA_DIR_ENV,
+    DataError,
+    DataFormatError,
+    load_csv,
+    load_dataset,
+)
 from privsim.kit.result import (
     Abort,
     Coalition,
@@ -67,6 +73,7 @@ from privsim.protocols.blr.regression import (
     statistic_release,
 )
 from privsim.protocols.blr.search import ThresholdChoice, ThresholdGrid, search_thresholds
+from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.calibration import gaussian_sigma, split_gaussian
 from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust
@@ -114,14 +121,28 @@ def load_table(scenario: Scenario) -> tuple[str, F64, F64]:
 
 
 def check_data(scenario: Scenario) -> None:
-    """Fail early if the data set is missing or smaller than train + test."""
-    _, x, _ = load_table(scenario)
-    test = _config(scenario).test
+    """Fail early, naming the field, if the data set cannot be read (missing file or
+    directory, not UTF-8 text, empty, a column missing, non-numeric or not finite) or
+    holds fewer records than train + test."""
+    cfg = _config(scenario)
+    field = "blr.csv_path" if cfg.dataset == "csv" else "blr.dataset"
+    try:
+        _, x, _ = load_table(scenario)
+    except (DataError, DataFormatError) as exc:
+        fix = (
+            "correct the file or the columns (blr.features, blr.target)"
+            if cfg.dataset == "csv"
+            else f"put the data set's files in ${DATA_DIR_ENV}, or use 'synthetic'"
+        )
+        raise FieldError(field, str(exc), fix) from None
+    test = cfg.test
     need = scenario.population.clients + test
     if need > x.shape[0]:
-        raise ValueError(
-            f"blr: {scenario.population.clients} training + {test} test records "
-            f"requested but the data set has {x.shape[0]}; lower population.clients or blr.test"
+        raise FieldError(
+            "population.clients",
+            f"{scenario.population.clients} training + {test} test records requested but "
+            f"the data set has {x.shape[0]}",
+            "lower population.clients or blr.test",
         )
 
 

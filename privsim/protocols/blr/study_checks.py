@@ -59,7 +59,7 @@ def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
     }
     thresholds = result["blr"]["thresholds"]
     return {
-        "methods": {name: cols for name, cols in included.items() if cols},
+        "methods": {name: {"details": cols} for name, cols in included.items() if cols},
         "blr": {
             "thresholds": thresholds and {k: thresholds[k] for k in ("feature", "target")},
         },

@@ -8,16 +8,29 @@ reports its accuracy, privacy, cost and what the coalition could reconstruct.
 
 from __future__ import annotations
 
+import functools
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from privsim.kit.securesum.config import DcaConfig
-from privsim.kit.securesum.round import check_secure_sum
-from privsim.kit.spec import FigureKit, ProtocolSpec, StudyView
+from privsim.kit.securesum.maths import client_noise_std
+from privsim.kit.securesum.round import (
+    OUTPUT_PARTY,
+    check_fixed_point,
+    check_secure_sum,
+    node_names,
+    secure_sum_bytes,
+)
+from privsim.kit.spec import PARTY_BYTES, FigureKit, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.dca.config import DataConfig
 from privsim.protocols.dca.report import report_lines
-from privsim.protocols.dca.run import run_dca, run_trusted_aggregator
+from privsim.protocols.dca.run import _delivery as delivery
+from privsim.protocols.dca.run import run_dca, run_trusted_aggregator, sensitivity
+from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
+from privsim.sim.calibration import gaussian_sigma
 
 __all__ = ["DCA", "PROTOCOLS", "TRUSTED_AGGREGATOR"]
 
@@ -29,7 +42,62 @@ COST_METRICS = (
 
 
 def _check(scenario: Scenario) -> None:
+    """Theorem 1's N > T + 1, two compute nodes, a delivery that can record the
+    coalition's view, and a fixed-point range that holds the noisy sum."""
     check_secure_sum(scenario, scenario.population.clients)
+    try:
+        delivery(scenario)
+    except ValueError as exc:
+        raise FieldError(
+            "dca.delivery", str(exc).split(";")[0], "use delivery = 'per_message' or 'auto'"
+        ) from None
+    data = scenario.table("data", DataConfig)
+    privacy, n = scenario.privacy, scenario.population.clients
+    sigma = _unit_sigma(privacy.epsilon, privacy.delta, privacy.calibration) * sensitivity(scenario)
+    tolerated = scenario.table("dca", DcaConfig).tolerated
+    check_fixed_point(scenario, n, data.clip_norm, client_noise_std(sigma, n, tolerated))
+
+
+@functools.lru_cache(maxsize=1024)
+def _unit_sigma(epsilon: float, delta: float, calibration: str) -> float:
+    """σ for sensitivity 1 (σ is linear in the sensitivity), cached: a study's cells
+    share their budgets."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # classic calibration's warning belongs to the run
+        return gaussian_sigma(epsilon, delta, 1.0, calibration)
+
+
+def _parties(scenario: Scenario) -> dict[str, Sequence[str]]:
+    """``client-0`` … ``client-(N−1)``, ``compute-0`` … ``compute-(M−1)`` and the
+    ``aggregator``. The trusted aggregator has no compute nodes but accepts their names
+    (and ignores them), so one scenario serves both protocols in a study grid."""
+    return {
+        "client": Numbered("client", scenario.population.clients),
+        "compute": node_names(scenario),
+        "aggregator": (OUTPUT_PARTY,),
+    }
+
+
+def _footprint(scenario: Scenario) -> Footprint:
+    """Peak memory ≈ N·P + N·d·8·(M+2) with per-message delivery, N·P + a few chunks
+    batched (:func:`~privsim.kit.securesum.round.secure_sum_bytes`); or N·P + N·d·8·2
+    for the trusted aggregator (every client's vector at the curator), as the protocol
+    or as the baseline, if larger (the two run one after the other); P = PARTY_BYTES
+    per party."""
+    n, d = scenario.population.clients, scenario.table("data", DataConfig).dimension
+    m = scenario.population.compute_nodes
+    total = 0
+    formula = ""
+    if scenario.protocol == "dca":
+        batched = delivery(scenario) == "batched"
+        total += secure_sum_bytes(n, m, d, batched=batched)
+        formula = "N·P + N·d·8·(M+2)" if not batched else "N·P + chunks of d·8·M"
+    curator = n * PARTY_BYTES + n * d * 16
+    if (scenario.protocol != "dca" or scenario.baseline) and curator > total:
+        total, formula = curator, "N·P + N·d·8·2 (trusted aggregator)"
+    # The field that grew most from the quickstart's N = 2000, d = 20.
+    field = "data.dimension" if d / 20 > n / 2000 else "population.clients"
+    return Footprint(total, field, f"{formula}, N = {n}, d = {d}, M = {m}")
 
 
 def _figures(kit: FigureKit, summary: Any) -> list[Path]:
@@ -56,6 +124,13 @@ STUDY = StudyView(
     figures=_figures,
 )
 
+#: Classic calibration at ε = 31.62, δ = 1e-4 under-noises (it delivers ε ≈ 52.8).
+CLASSIC_OVER_BUDGET = {
+    "privacy.calibration": "classic",
+    "privacy.epsilon": 31.62,
+    "privacy.delta": 1e-4,
+}
+
 EXAMPLE: dict[str, Any] = {
     "name": "dca-example",
     "seed": 3,
@@ -73,9 +148,12 @@ DCA = ProtocolSpec(
     tables={"data": DataConfig, "dca": DcaConfig},
     run=run_dca,
     check=_check,
+    parties=_parties,
+    footprint=_footprint,
     report=report_lines,
     study=STUDY,
     exposure={"inputs_reconstructed": "clients whose z_i + η_i the coalition reconstructs"},
+    overspend=CLASSIC_OVER_BUDGET,
     example=EXAMPLE,
 )
 
@@ -84,9 +162,12 @@ TRUSTED_AGGREGATOR = ProtocolSpec(
     summary="a trusted curator sums the clients' vectors and adds Gaussian noise once",
     tables={"data": DataConfig, "dca": DcaConfig},
     run=run_trusted_aggregator,
+    parties=_parties,
+    footprint=_footprint,
     report=report_lines,
     study=STUDY,
     exposure={"inputs_reconstructed": "always 0: a curator needs no secret shares"},
+    overspend=CLASSIC_OVER_BUDGET,
     example={**EXAMPLE, "name": "trusted-aggregator-example", "protocol": "trusted_aggregator"},
 )
 

@@ -10,6 +10,10 @@ from privsim.scenarios.errors import FieldError, require_positive
 __all__ = ["DataConfig"]
 
 
+#: Largest |mean|, scale or clip_norm accepted (see ``DataConfig``).
+VALUE_LIMIT = 1e100
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DataConfig:
     """Each client's d-dimensional vector z_i. ``synthetic``: coordinates mean + scale·u
@@ -33,3 +37,13 @@ class DataConfig:
             raise FieldError(
                 "data.scale", f"must be >= 0, got {self.scale}", "give a non-negative scale"
             )
+        # Each client clips its vector to clip_norm: beyond VALUE_LIMIT the norm overflows
+        # a float and the clipped vector (and every error relative to it) is garbage.
+        for name in ("mean", "scale", "clip_norm"):
+            value = getattr(self, name)
+            if not abs(value) <= VALUE_LIMIT:
+                raise FieldError(
+                    f"data.{name}",
+                    f"must be finite and at most {VALUE_LIMIT:g} in size, got {value!r}",
+                    "give a value of the order of clip_norm (larger values are clipped anyway)",
+                )

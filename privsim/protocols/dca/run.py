@@ -48,7 +48,8 @@ from privsim.sim.world import World
 __all__ = ["Simulation", "run_dca", "run_trusted_aggregator", "simulate"]
 
 OUTPUT_PARTY = securesum.OUTPUT_PARTY
-MECHANISM = "secure-sum"
+#: The ledger label of the one release, by protocol.
+MECHANISM = {"dca": "secure-sum", "trusted_aggregator": "curator-sum"}
 
 #: From this many clients, ``dca.delivery = "auto"`` sends the client shares in batches.
 BATCHED_FROM_CLIENTS = 100
@@ -165,7 +166,7 @@ def simulate(
         noise_std = client_noise_std(sigma_std, n, cfg.tolerated)
         securesum.charge(
             ledger,
-            MECHANISM,
+            MECHANISM[protocol],
             event=planned,
             clients=clients,
             nodes=nodes,
@@ -185,7 +186,9 @@ def simulate(
         out = securesum.launch(world, plan, inputs, batched=delivery == "batched")
     else:
         ledger.charge(
-            MECHANISM, planned, trust=Trust.each(OUTPUT_PARTY, description="the curator honest")
+            MECHANISM[protocol],
+            planned,
+            trust=Trust.each(OUTPUT_PARTY, description="the curator honest"),
         )
         noise_std = 0.0
         delivery = "per_message"
@@ -204,7 +207,7 @@ def simulate(
     agree_channels(world, securesum.channel_pairs)
     world.run()
     outcome = securesum.outcome_of(out)
-    securesum.settle(ledger, MECHANISM, outcome, clients)
+    securesum.settle(ledger, MECHANISM[protocol], outcome, clients)
     return Simulation(
         scenario=scenario,
         seed=seed,

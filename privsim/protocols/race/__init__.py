@@ -6,13 +6,20 @@ distributed noise, or by a trusted curator (:mod:`privsim.protocols.race.experim
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from privsim.kit.securesum.config import DcaConfig
-from privsim.kit.securesum.round import check_secure_sum
-from privsim.kit.spec import ProtocolSpec, StudyView
-from privsim.protocols.race.config import RaceConfig
+from privsim.kit.securesum.round import (
+    OUTPUT_PARTY,
+    check_fixed_point,
+    check_secure_sum,
+    node_names,
+)
+from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
+from privsim.protocols.race.config import SKIN_RECORDS, RaceConfig
 from privsim.protocols.race.experiment import run_race
+from privsim.protocols.race.private import laplace_scale
 from privsim.protocols.race.report import flatten, report_lines
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
@@ -32,6 +39,47 @@ def _check(scenario: Scenario) -> None:
         )
     if cfg.mode == "dca":
         check_secure_sum(scenario, cfg.owners)
+        # The noisy sum must fit DCA's fixed-point range: at most a shard's records per
+        # cell, plus the run's 40-scale noise margin.
+        records = cfg.synthetic_records if cfg.dataset == "synthetic" else SKIN_RECORDS
+        shard = -(-(records - cfg.queries) // cfg.owners)
+        b = laplace_scale(cfg.rows, scenario.privacy.epsilon, scenario.privacy.neighbour)
+        check_fixed_point(scenario, cfg.owners, float(shard), 40 * b)
+
+
+def _parties(scenario: Scenario) -> dict[str, Sequence[str]]:
+    """The owners ``owner-0`` … ``owner-(K−1)`` (role ``client``), the compute nodes
+    and the ``aggregator`` (the curator or output party). Compute nodes take part in
+    ``dca`` mode only; other modes accept their names and ignore them, so one scenario
+    serves every mode in a study grid."""
+    cfg = scenario.table("race", RaceConfig)
+    return {
+        "client": Numbered("owner", cfg.owners),
+        "compute": node_names(scenario),
+        "aggregator": (OUTPUT_PARTY,),
+    }
+
+
+def _footprint(scenario: Scenario) -> Footprint:
+    """Peak memory ≈ R·W·8·K·(M+2) in ``dca`` mode (each owner's counts, noise and M
+    shares of the R × W sketch), R·W·8·(2K+2) otherwise, plus the points, n·3·8·4, and
+    K·P (P = PARTY_BYTES per party)."""
+    cfg = scenario.table("race", RaceConfig)
+    k, m = cfg.owners, scenario.population.compute_nodes
+    cells = cfg.rows * cfg.width
+    copies = k * (m + 2) if cfg.mode == "dca" else 2 * k + 2
+    records = cfg.synthetic_records if cfg.dataset == "synthetic" else SKIN_RECORDS
+    total = cells * 8 * copies + records * 96 + k * PARTY_BYTES
+    # The factor that grew most from the shipped R = 80, W = 1000, K = 10.
+    growth = {
+        "race.width": cfg.width / 1000,
+        "race.rows": cfg.rows / 80,
+        "race.owners": k / 10,
+        "race.synthetic_records": records / 50_000 if cfg.dataset == "synthetic" else 0,
+    }
+    field = max(growth, key=lambda f: growth[f])
+    formula = "R·W·8·K·(M+2)" if cfg.mode == "dca" else "R·W·8·(2K+2)"
+    return Footprint(total, field, f"{formula}, R = {cfg.rows}, W = {cfg.width}, K = {k}")
 
 
 METRICS = {
@@ -73,6 +121,8 @@ RACE = ProtocolSpec(
     tables={"race": RaceConfig, "dca": DcaConfig},
     run=run_race,
     check=_check,
+    parties=_parties,
+    footprint=_footprint,
     report=report_lines,
     flatten=flatten,
     study=STUDY,
@@ -82,6 +132,13 @@ RACE = ProtocolSpec(
         "owner's counts under only its own noise share); 0 otherwise"
     },
     example=EXAMPLE,
+    # Gaussian shares under classic calibration at ε = 31.62 under-noise (ε ≈ 52.8)
+    overspend={
+        "race.noise": "gaussian",
+        "privacy.calibration": "classic",
+        "privacy.epsilon": 31.62,
+        "privacy.delta": 1e-4,
+    },
 )
 
 PROTOCOLS = (RACE,)

@@ -10,6 +10,10 @@ from privsim.scenarios.errors import FieldError, require_positive
 __all__ = ["RaceConfig"]
 
 
+#: Records of the registered ``skin`` data set.
+SKIN_RECORDS = 245_057
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RaceConfig:
     """Distributed private RACE sketching (protocol ``"race"``, Coleman & Shrivastava
@@ -40,3 +44,12 @@ class RaceConfig:
                 )
         require_positive("race.bandwidth", self.bandwidth)
         require_positive("race.timeout", self.timeout)
+        records = self.synthetic_records if self.dataset == "synthetic" else SKIN_RECORDS
+        field = "race.synthetic_records" if self.dataset == "synthetic" else "race.queries"
+        if records < self.queries + self.owners:
+            raise FieldError(
+                field,
+                f"{records} records cannot give race.queries = {self.queries} held-out "
+                f"queries and a record to each of race.owners = {self.owners} owners",
+                f"give at least {self.queries + self.owners} records, or fewer queries",
+            )

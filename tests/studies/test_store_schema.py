@@ -1,0 +1,210 @@
+"""The results store keys rows by ``row_id``: a resumed or retried replication can never
+duplicate a row, and the schema says so (the database, not the caller, enforces it)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+
+import pytest
+
+from privsim.studies.store import (
+    DB_NAME,
+    ResultStore,
+    StoreError,
+    load,
+    rows_without_timing,
+    stored_row,
+)
+
+
+def _row(row_id: str, value: float = 1.0, *, cell: str = "c0", replication: int = 0) -> dict:
+    return {
+        "row_id": row_id,
+        "cell": cell,
+        "replication": replication,
+        "seed": 1234 + replication,
+        "status": "released",
+        "accuracy": {"rmse": value},
+    }
+
+
+def test_adding_the_same_row_id_twice_keeps_the_first_row(tmp_path):
+    with ResultStore(tmp_path) as store:
+        assert store.add(_row("c0/r0", 1.0)) is True
+        assert store.add(_row("c0/r0", 2.0)) is False  # the retry's row is not stored
+        assert store.add(_row("c0/r1", 3.0, replication=1)) is True
+        assert len(store) == 2
+        assert store.done() == {"c0/r0", "c0/r1"}
+        assert store.row("c0/r0")["accuracy"]["rmse"] == 1.0
+        assert [r["row_id"] for r in store.rows()] == ["c0/r0", "c0/r1"]
+
+
+def test_a_reopened_store_still_refuses_a_stored_row_id(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store.add(_row("c0/r0", 1.0))
+    with ResultStore(tmp_path) as store:  # a resumed sweep opens the same file
+        assert store.add(_row("c0/r0", 5.0)) is False
+        assert len(store) == 1 and store.row("c0/r0")["accuracy"]["rmse"] == 1.0
+    db = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        assert db.execute("SELECT COUNT(*) FROM rows WHERE row_id = 'c0/r0'").fetchone() == (1,)
+    finally:
+        db.close()
+
+
+def test_the_schema_declares_row_id_the_primary_key(tmp_path):
+    ResultStore(tmp_path).close()
+    db = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        columns = {name: pk for _, name, _, _, _, pk in db.execute("PRAGMA table_info(rows)")}
+        # pk is the column's position in the primary key (0: not part of it)
+        assert {name for name, pk in columns.items() if pk} == {"row_id"}
+        # ... so the database itself refuses a second row with the same id
+        db.execute(
+            "INSERT INTO rows (row_id, cell, replication, seed, status, row) "
+            "VALUES ('x', 'c', 0, 0, 'ok', '{}')"
+        )
+        try:
+            db.execute(
+                "INSERT INTO rows (row_id, cell, replication, seed, status, row) "
+                "VALUES ('x', 'c', 1, 1, 'ok', '{}')"
+            )
+        except sqlite3.IntegrityError:
+            pass
+        else:
+            raise AssertionError("a second row with the same row_id was accepted")
+    finally:
+        db.close()
+
+
+def test_meta_values_are_replaced_not_duplicated(tmp_path):
+    with ResultStore(tmp_path) as store:
+        assert store.meta("study") is None
+        store.set_meta("study", "a")
+        store.set_meta("study", "b")
+        assert store.meta("study") == "b"
+    db = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        assert db.execute("SELECT COUNT(*) FROM meta WHERE key = 'study'").fetchone() == (1,)
+    finally:
+        db.close()
+
+
+# -- the rest of the store's contract ---------------------------------------------------
+
+
+def test_rows_are_stored_as_sorted_json_and_read_back_in_row_id_order(tmp_path):
+    with ResultStore(tmp_path / "a" / "b") as store:  # missing parents are created
+        store.add(_row("c1/r0", 2.0, cell="c1"))
+        store.add(_row("c0/r0", 1.0))
+        assert [r["row_id"] for r in store.rows()] == ["c0/r0", "c1/r0"]
+        assert store.row("missing") is None
+    db = sqlite3.connect(tmp_path / "a" / "b" / DB_NAME)
+    try:
+        (text,) = db.execute("SELECT row FROM rows WHERE row_id = 'c1/r0'").fetchone()
+        assert text == json.dumps(_row("c1/r0", 2.0, cell="c1"), sort_keys=True)
+        assert db.execute("SELECT cell, replication, seed, status FROM rows").fetchall() == [
+            ("c1", 0, 1234, "released"),
+            ("c0", 0, 1234, "released"),
+        ]
+    finally:
+        db.close()
+
+
+def test_every_commit_is_durable_in_write_ahead_mode(tmp_path):
+    with ResultStore(tmp_path) as store:
+        assert store._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert store._db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+
+
+def test_a_store_is_usable_from_another_thread(tmp_path):
+    with ResultStore(tmp_path) as store:
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                store.add(_row("c0/r0"))
+            except BaseException as exc:
+                errors.append(exc)
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+        assert errors == [] and len(store) == 1
+    with ResultStore(tmp_path, readonly=True) as reader:
+        seen: list[int] = []
+        worker = threading.Thread(target=lambda: seen.append(len(reader)))
+        worker.start()
+        worker.join()
+        assert seen == [1]
+
+
+def test_read_only_stores_read_and_never_write(tmp_path):
+    with pytest.raises(FileNotFoundError, match=f"^no study results at {tmp_path / DB_NAME}$"):
+        ResultStore(tmp_path, readonly=True)
+    assert not (tmp_path / DB_NAME).exists()
+    with ResultStore(tmp_path) as store:
+        store.add(_row("c0/r0"))
+    with ResultStore(tmp_path, readonly=True) as store:
+        assert store.done() == {"c0/r0"} and store.rows()[0]["row_id"] == "c0/r0"
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            store.add(_row("c0/r1", replication=1))
+    assert stored_row(tmp_path, "c0/r0")["row_id"] == "c0/r0"
+    assert stored_row(tmp_path, "c9/r9") is None
+    assert stored_row(tmp_path / "nowhere", "c0/r0") is None
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_an_existing_file_is_checked_before_it_is_opened(tmp_path):
+    (tmp_path / DB_NAME).write_bytes(b"not a database at all" * 10)
+    with pytest.raises(StoreError, match="is not an SQLite database") as caught:
+        ResultStore(tmp_path)
+    message = str(caught.value)
+    assert str(tmp_path / DB_NAME) in message
+    assert "did not write to it" in message
+    assert message.endswith(
+        "Delete it (or move it away) to start the study afresh, or choose another --out directory"
+    )
+
+
+def test_a_row_that_is_not_a_json_object_is_a_named_error(tmp_path):
+    long_id = "c0/" + "r" * 60
+    with ResultStore(tmp_path) as store:
+        store.add(_row(long_id))
+    db = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        db.execute("UPDATE rows SET row = '[1, 2]'")
+        db.commit()
+    finally:
+        db.close()
+    with ResultStore(tmp_path) as store:
+        for read in (store.rows, lambda: store.row(long_id)):
+            with pytest.raises(StoreError) as caught:
+                read()
+            message = str(caught.value)
+            assert message.startswith(f"{tmp_path / DB_NAME} holds a row {long_id[:40]!r} that")
+            assert long_id[:41] not in message
+
+
+def test_load_flattens_rows_and_reads_infinite_epsilons_as_floats(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"run 'privsim sweep STUDY\.toml --out"):
+        load(tmp_path)
+    with ResultStore(tmp_path) as store:
+        for k, eps in enumerate([1.5, "inf"]):
+            store.add({**_row(f"c0/r{k}", replication=k), "privacy": {"achieved_epsilon": eps}})
+    frame = load(tmp_path)
+    assert list(frame["row_id"]) == ["c0/r0", "c0/r1"]
+    assert list(frame["accuracy.rmse"]) == [1.0, 1.0]
+    assert frame["privacy.achieved_epsilon"].tolist() == [1.5, math.inf]
+    assert len(ResultStore(tmp_path, readonly=True)) == 2
+
+
+def test_rows_without_timing_drop_only_wall_clock_fields():
+    rows = [{**_row("c0/r0"), "timing": {"wall_seconds": 1.0}}, _row("c0/r1", replication=1)]
+    stripped = rows_without_timing(rows)
+    assert [r["row_id"] for r in stripped] == ["c0/r0", "c0/r1"]
+    assert all("wall_seconds" not in json.dumps(r) for r in stripped)
+    assert stripped[0]["accuracy"] == {"rmse": 1.0}
