@@ -6,17 +6,12 @@ up in the registry and calls its run function, a pure function of (scenario, see
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from privsim import registry
-from privsim.kit.result import RunResult
-from privsim.scenarios.errors import FieldError, ScenarioError
+from privsim.runs import ResultError, nan_field, run, validate
 from privsim.scenarios.loader import builtin_scenario, load_scenario
 from privsim.scenarios.schema import Scenario
 
@@ -33,81 +28,12 @@ __all__ = [
     "load_results",
     "load_scenario",
     "load_study",
+    "nan_field",
     "replace",
     "run",
     "sweep",
     "validate",
 ]
-
-
-class ResultError(ValueError):
-    """A run produced a value that cannot be right (NaN); ``field`` is its dotted path in
-    the result. Never expected: it stops a wrong number from being reported as a result."""
-
-    def __init__(self, field: str, scenario: str) -> None:
-        super().__init__(
-            f"result field '{field}' of scenario '{scenario}' is NaN: the run went wrong "
-            "rather than release a meaningless number. Fix: report this scenario as a bug; "
-            "meanwhile change the values it depends on"
-        )
-        self.field = field
-
-
-def run(scenario: Scenario, seed: int | None = None) -> RunResult:
-    """Run ``scenario`` at ``seed`` (default: the scenario's own seed), after the
-    protocol's preflight (see :func:`validate`). A check that fails raises a
-    :class:`~privsim.scenarios.errors.ScenarioError` naming the field; a NaN anywhere in
-    the result raises :class:`ResultError`."""
-    spec = registry.get(scenario.protocol)
-    try:
-        spec.preflight(scenario)  # the data's files and columns, named before the run
-        result = spec.run(scenario, scenario.seed if seed is None else seed)
-    except FieldError as exc:
-        raise ScenarioError(exc.field, exc.problem, exc.fix) from None
-    where = nan_field(result, details_name=scenario.protocol)
-    if where is not None:
-        raise ResultError(where, scenario.name[:60])
-    return result
-
-
-def validate(scenario: Scenario) -> Scenario:
-    """Run the protocol's preflight (the checks that read files: a data set's columns,
-    types and values); errors name the field. A scenario that passes runs."""
-    try:
-        registry.get(scenario.protocol).preflight(scenario)
-    except FieldError as exc:
-        raise ScenarioError(exc.field, exc.problem, exc.fix) from None
-    return scenario
-
-
-def nan_field(value: Any, path: str = "", *, details_name: str = "details") -> str | None:
-    """The dotted path of the first NaN in a result (dataclasses, mappings, sequences,
-    arrays; the input scenario aside), or ``None``."""
-    stack: list[tuple[Any, str]] = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, float | np.floating):
-            if math.isnan(item):
-                return where or "result"
-        elif isinstance(item, np.ndarray):
-            if item.dtype.kind in "fc" and np.isnan(item).any():
-                first = tuple(int(i) for i in np.argwhere(np.isnan(item))[0])
-                return f"{where}{list(first)}"
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            for f in reversed(dataclasses.fields(item)):
-                if isinstance(item, RunResult) and f.name == "scenario":
-                    continue
-                name = (
-                    details_name if isinstance(item, RunResult) and f.name == "details" else f.name
-                )
-                stack.append((getattr(item, f.name), f"{where}.{name}" if where else name))
-        elif isinstance(item, Mapping):
-            for k, v in reversed(list(item.items())):
-                stack.append((v, f"{where}.{k}" if where else str(k)))
-        elif isinstance(item, list | tuple):
-            for i in reversed(range(len(item))):
-                stack.append((item[i], f"{where}[{i}]"))
-    return None
 
 
 def list_protocols() -> dict[str, str]:

@@ -345,11 +345,16 @@ def load_csv(path: str | Path, *, features: Sequence[str], target: str, sep: str
     import pandas as pd
 
     p = Path(path)
-    if not p.exists():
-        raise DataError(f"CSV file {str(p)!r} does not exist")
-    if not p.is_file():
-        kind = "a directory" if p.is_dir() else "not a regular file"
-        raise DataError(f"CSV file {str(p)!r} is {kind}; give the path of a .csv file")
+    shown = repr(str(p)) if len(str(p)) <= 200 else repr(str(p)[:200] + "…")
+    try:
+        exists, is_file, is_dir = p.exists(), p.is_file(), p.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise DataError(f"CSV file {shown} cannot be read ({type(exc).__name__})") from None
+    if not exists:
+        raise DataError(f"CSV file {shown} does not exist")
+    if not is_file:
+        kind = "a directory" if is_dir else "not a regular file"
+        raise DataError(f"CSV file {shown} is {kind}; give the path of a .csv file")
     if target in features:
         raise DataFormatError(f"{p}: the target column {target!r} is also a feature")
     try:
@@ -369,7 +374,7 @@ def load_csv(path: str | Path, *, features: Sequence[str], target: str, sep: str
             f"{p}: not a well-formed CSV{where} (rows with different numbers of fields?)"
         ) from None
     except (OSError, ValueError, MemoryError) as exc:
-        raise DataError(f"CSV file {str(p)!r} cannot be read ({type(exc).__name__})") from None
+        raise DataError(f"CSV file {shown} cannot be read ({type(exc).__name__})") from None
     columns = [str(c) for c in frame.columns]
     missing = [c for c in (*features, target) if c not in columns]
     if missing:

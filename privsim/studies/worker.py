@@ -15,6 +15,7 @@ from typing import Any
 
 from privsim import registry
 from privsim.kit.result import without_timing
+from privsim.runs import run
 from privsim.scenarios.schema import Scenario
 from privsim.studies.study import Task, apply_fields
 from privsim.version import __version__
@@ -144,7 +145,7 @@ def run_task(base: dict[str, Any], task: Task) -> dict[str, Any]:
         scenario = Scenario.from_dict(apply_fields(base, coords))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = registry.get(scenario.protocol).run(scenario, task.seed).to_dict()
+            result = run(scenario, task.seed).to_dict()
         row.update(flatten_result(result))
     except Exception as exc:  # recorded, never fatal to the study
         row.update(

@@ -37,6 +37,9 @@ def test_encoding_is_done_in_double_precision_whatever_the_input_type():
         encode_fixed(values, 32), encode_fixed(values.astype(np.float64), 32)
     )
     assert decode_fixed(encode_fixed([1, -2], 32), 32).tolist() == [1.0, -2.0]
+    # float16 overflows at 65504: 1.0 · 2^32 must not be computed in it.
+    half = np.array([1.0, -0.5], dtype=np.float16)
+    assert decode_fixed(encode_fixed(half, 32), 32).tolist() == [1.0, -0.5]
 
 
 def test_empty_input_and_messages():

@@ -149,3 +149,20 @@ def test_without_epsilon_nothing_is_released_with_noise(monkeypatch):
         rng=np.random.default_rng(9),
     )
     assert spy.calls == []
+
+
+def test_rounding_modes_and_the_epsilon_check():
+    fam = SRPHash.draw(50, 3, 3, np.random.default_rng(10))
+    sketch = RaceSketch(fam, 8).add(_regression_data(200, 11)[0])
+    default, _ = release(sketch, 1.0, np.random.default_rng(12))  # the paper's floor
+    floored, _ = release(sketch, 1.0, np.random.default_rng(12), rounding="floor")
+    np.testing.assert_array_equal(default.counts, floored.counts)
+    assert np.all(default.counts == np.floor(default.counts))
+    rounded, _ = release(sketch, 1.0, np.random.default_rng(12), rounding="round")
+    real, _ = release(sketch, 1.0, np.random.default_rng(12), rounding="none")
+    np.testing.assert_array_equal(rounded.counts, np.floor(real.counts + 0.5))
+    np.testing.assert_array_equal(floored.counts, np.floor(real.counts))
+    assert not np.all(real.counts == np.floor(real.counts))
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match=f"^epsilon must be > 0, got {bad}$"):
+            laplace_scale(10, bad)

@@ -218,6 +218,11 @@ def test_validate_opens_the_data_and_names_the_file_and_field(tmp_path, capsys, 
     assert "blr.csv_path" in err and path.name in err and SECRET not in err
 
 
+def test_a_csv_path_too_long_for_the_file_system_is_named(tmp_path):
+    with pytest.raises(ScenarioError, match=r"blr\.csv_path.*cannot be read"):
+        validate(_blr_csv(tmp_path / ("x" * 5000 + ".csv")))
+
+
 def test_a_good_csv_validates_and_runs(tmp_path):
     path = tmp_path / "good.csv"
     rng = np.random.default_rng(0)
@@ -342,6 +347,13 @@ def test_bcd_blocks_naming_a_real_data_sets_unknown_column_fail_validation():
         ("blr", "blr.synthetic_records", {"blr.synthetic_records": -3}),
         ("blr", "blr.synthetic_records", {"blr.synthetic_records": 100}),  # < N + test
         ("blr", "blr.range_length", {"blr.range_length": 1e300}),
+        # found by the hostile corpus: tiny values that overflowed or went singular
+        ("blr", "blr.prior_precision", {"blr.prior_precision": 5e-324}),
+        ("blr", "blr.assumed_bound", {"blr.assumed_bound": 5e-324}),
+        ("race", "race.bandwidth", {"race.bandwidth": 5e-300}),
+        ("bcd", "bcd.r_squared", {"bcd.r_squared": 1e-308}),
+        ("quickstart", "data.clip_norm", {"data.clip_norm": 5e-324}),
+        ("quickstart", "data.clip_norm", {"data.clip_norm": 1e-9}),  # below 2^-32 · 1024
     ],
 )
 def test_absurd_numbers_are_refused_naming_the_field(name, field, changes):

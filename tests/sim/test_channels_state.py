@@ -182,6 +182,13 @@ def test_batched_sealing_delivers_the_rows_and_advances_the_counters(path, layou
     expected = rows.copy()
     ch.seal_and_open_rows(clients, "node", b"HDR", rows)
     np.testing.assert_array_equal(rows, expected)
+    # Every pair was agreed (with its real key, not the table's zeros) and the receiver's
+    # floor moved past the batch's counter.
+    assert ch.pairs_agreed == len(clients)
+    for c in clients:
+        table, i, j = ch._locate(c, "node")
+        assert table.has(i, j) and any(table.key(i, j))
+        assert table.get_floor(i, j) == (3 if (path == "per_message" and c == "client-0") else 1)
     # Each pair's next nonce is one past the batch's, and the receiver accepts it.
     for c in clients:
         env = ch.seal(c, "node", b"after")

@@ -14,10 +14,12 @@ from privsim.studies.store import (
     DB_NAME,
     ResultStore,
     StoreError,
+    check_store,
     load,
     rows_without_timing,
     stored_row,
 )
+from privsim.studies.study import StudyError
 
 
 def _row(row_id: str, value: float = 1.0, *, cell: str = "c0", replication: int = 0) -> dict:
@@ -208,3 +210,62 @@ def test_rows_without_timing_drop_only_wall_clock_fields():
     assert [r["row_id"] for r in stripped] == ["c0/r0", "c0/r1"]
     assert all("wall_seconds" not in json.dumps(r) for r in stripped)
     assert stripped[0]["accuracy"] == {"rmse": 1.0}
+
+
+def test_unchecked_garbage_is_still_a_named_error(tmp_path):
+    (tmp_path / DB_NAME).write_bytes(b"\x00garbage" * 64)
+    with pytest.raises(StoreError) as caught:
+        ResultStore(tmp_path, check=False)
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / DB_NAME} cannot be opened (SQLite: ")
+    assert "did not write to it" in message
+
+
+@pytest.mark.parametrize(
+    ("make", "what"),
+    [
+        (lambda p: p.mkdir(), "is not a regular file"),
+        (lambda p: p.write_bytes(b""), "is empty (0 bytes)"),
+        (
+            lambda p: p.write_bytes(b"x" * 200),
+            "is not an SQLite database (random or foreign bytes)",
+        ),
+    ],
+)
+def test_unusable_files_are_named_with_what_is_wrong(tmp_path, make, what):
+    make(tmp_path / DB_NAME)
+    with pytest.raises(StoreError) as caught:
+        check_store(tmp_path / DB_NAME)
+    assert str(caught.value).startswith(f"{tmp_path / DB_NAME} {what}")
+
+
+def test_foreign_tables_are_listed(tmp_path):
+    db = sqlite3.connect(tmp_path / DB_NAME)
+    try:
+        for name in "abcdefg":
+            db.execute(f"CREATE TABLE {name} (x)")
+        db.commit()
+    finally:
+        db.close()
+    with pytest.raises(StoreError, match=r"has foreign tables \(a, b, c, d, e\)"):
+        check_store(tmp_path / DB_NAME)
+
+
+def test_a_store_of_another_study_is_refused(tmp_path):
+    with ResultStore(tmp_path) as store:
+        store.claim("study A")
+        store.claim("study A")  # the same study again: fine
+        with pytest.raises(StudyError, match=r"use a new --out directory$"):
+            store.claim("study B")
+        assert store.meta("study") == "study A"
+
+
+def test_infinities_and_nans_written_as_words_are_read_as_floats(tmp_path):
+    with ResultStore(tmp_path) as store:
+        for k, (eps, flag) in enumerate([(1.5, "inf"), ("-inf", True), ("nan", "inf")]):
+            store.add({**_row(f"c0/r{k}", replication=k), "eps": eps, "flag": flag})
+    frame = load(tmp_path)
+    values = frame["eps"].tolist()
+    assert values[:2] == [1.5, -math.inf] and math.isnan(values[2])
+    # a column mixing the words with booleans is not numbers: left as it is
+    assert frame["flag"].tolist() == ["inf", True, "inf"]

@@ -80,9 +80,11 @@ class BcdConfig:
             raise FieldError(
                 "bcd.correlation", f"must be in [0, 1), got {self.correlation}", "e.g. 0.3"
             )
-        if not 0 < self.r_squared < 1:
+        if not 1e-6 <= self.r_squared < 1:
             raise FieldError(
-                "bcd.r_squared", f"must be in (0, 1), got {self.r_squared}", "e.g. 0.3"
+                "bcd.r_squared",
+                f"must be in [1e-6, 1), got {self.r_squared}",
+                "e.g. 0.3 (below 1e-6 the noise swamps a float)",
             )
         if self.predictors < self.parties:
             raise FieldError(

@@ -13,7 +13,8 @@ __all__ = ["BLR_METHODS", "BlrConfig"]
 BLR_METHODS = ("NP", "proj_NP", "TA", "proj_TA", "DDP", "proj_DDP", "input_perturbation")
 
 
-#: Largest scale, bound, precision or grid end accepted (see ``BlrConfig``).
+#: Largest scale, bound, precision or grid end accepted, and its inverse the smallest
+#: (see ``BlrConfig``).
 SCALE_LIMIT = 1e6
 
 
@@ -126,12 +127,14 @@ class BlrConfig:
             "prior_precision",
             "noise_precision",
             "variance_floor",
+            "grid_low",
             "grid_high",
         ):
-            if getattr(self, name) > SCALE_LIMIT:
+            value = getattr(self, name)
+            if not 1 / SCALE_LIMIT <= value <= SCALE_LIMIT:
                 raise FieldError(
                     f"blr.{name}",
-                    f"{getattr(self, name):g} is too large (at most {SCALE_LIMIT:g}): "
-                    "the statistics would overflow",
+                    f"{value:g} is outside [{1 / SCALE_LIMIT:g}, {SCALE_LIMIT:g}]: the "
+                    "statistics would overflow or the posterior become singular",
                     "give a value of the order of the shipped scenario's (privsim scenario blr)",
                 )

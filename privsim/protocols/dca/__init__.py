@@ -54,8 +54,17 @@ def _check(scenario: Scenario) -> None:
     data = scenario.table("data", DataConfig)
     privacy, n = scenario.privacy, scenario.population.clients
     sigma = _unit_sigma(privacy.epsilon, privacy.delta, privacy.calibration) * sensitivity(scenario)
-    tolerated = scenario.table("dca", DcaConfig).tolerated
-    check_fixed_point(scenario, n, data.clip_norm, client_noise_std(sigma, n, tolerated))
+    cfg = scenario.table("dca", DcaConfig)
+    check_fixed_point(scenario, n, data.clip_norm, client_noise_std(sigma, n, cfg.tolerated))
+    resolution = 2.0**-cfg.fraction_bits
+    if data.clip_norm < 1024 * resolution:
+        raise FieldError(
+            "data.clip_norm",
+            f"{data.clip_norm:g} is below 1024 steps of the fixed-point resolution "
+            f"2^-{cfg.fraction_bits} = {resolution:.3g}: the encoded values would keep "
+            "fewer than 10 bits (or round to 0)",
+            "raise data.clip_norm (scale the data up), or raise dca.fraction_bits",
+        )
 
 
 @functools.lru_cache(maxsize=1024)

@@ -39,6 +39,13 @@ class DataConfig:
             )
         # Each client clips its vector to clip_norm: beyond VALUE_LIMIT the norm overflows
         # a float and the clipped vector (and every error relative to it) is garbage.
+        if self.clip_norm < 1 / VALUE_LIMIT:
+            raise FieldError(
+                "data.clip_norm",
+                f"{self.clip_norm!r} is below {1 / VALUE_LIMIT:g}: the noise calibration "
+                "loses its precision",
+                "give the clipping bound of the clients' vectors, e.g. 1.0",
+            )
         for name in ("mean", "scale", "clip_norm"):
             value = getattr(self, name)
             if not abs(value) <= VALUE_LIMIT:

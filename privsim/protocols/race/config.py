@@ -10,6 +10,8 @@ from privsim.scenarios.errors import FieldError, require_positive
 __all__ = ["RaceConfig"]
 
 
+#: LSH bandwidths accepted (the points are in [0, 255]³).
+BANDWIDTH_RANGE = (1e-6, 1e12)
 #: Records of the registered ``skin`` data set.
 SKIN_RECORDS = 245_057
 
@@ -43,6 +45,13 @@ class RaceConfig:
                     f"race.{name}", f"must be >= 1, got {getattr(self, name)}", "give 1 or more"
                 )
         require_positive("race.bandwidth", self.bandwidth)
+        if not BANDWIDTH_RANGE[0] <= self.bandwidth <= BANDWIDTH_RANGE[1]:
+            raise FieldError(
+                "race.bandwidth",
+                f"{self.bandwidth:g} is outside [{BANDWIDTH_RANGE[0]:g}, {BANDWIDTH_RANGE[1]:g}]: "
+                "the hashes of points in [0, 255]³ would overflow or all coincide",
+                "give an LSH bandwidth in the data's units, e.g. 5.0",
+            )
         require_positive("race.timeout", self.timeout)
         records = self.synthetic_records if self.dataset == "synthetic" else SKIN_RECORDS
         field = "race.synthetic_records" if self.dataset == "synthetic" else "race.queries"
