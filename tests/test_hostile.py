@@ -434,23 +434,19 @@ CI = settings(
 @CI
 @given(_scenario_inputs())
 def test_mutated_scenarios_validate_and_run_or_fail_with_a_named_error(case):
-    description, data = case
-    try:
-        scenario_outcome(data)
-    except AssertionError as exc:
-        raise AssertionError(f"{description}: {exc}") from exc
-    except Hang as exc:
-        raise AssertionError(f"{description}: {exc}") from None
-    except Exception as exc:
-        raise AssertionError(f"traceback for {description}: {type(exc).__name__}: {exc}") from exc
+    _explained(scenario_outcome, *case)
 
 
 @settings(CI, max_examples=max(20, CI.max_examples // 3))
 @given(_study_inputs())
 def test_mutated_studies_validate_or_fail_with_a_named_error(case):
-    description, data = case
+    _explained(study_outcome, *case)
+
+
+def _explained(outcome: Any, description: str, data: Any) -> None:
+    """Run ``outcome(data)``; any failure names the mutation that caused it."""
     try:
-        study_outcome(data)
+        outcome(data)
     except AssertionError as exc:
         raise AssertionError(f"{description}: {exc}") from exc
     except Hang as exc:

@@ -3,13 +3,16 @@ duplicate a row, and the schema says so (the database, not the caller, enforces 
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
+from privsim.studies import store as store_module
 from privsim.studies.store import (
     DB_NAME,
     ResultStore,
@@ -269,3 +272,117 @@ def test_infinities_and_nans_written_as_words_are_read_as_floats(tmp_path):
     assert values[:2] == [1.5, -math.inf] and math.isnan(values[2])
     # a column mixing the words with booleans is not numbers: left as it is
     assert frame["flag"].tolist() == ["inf", True, "inf"]
+
+
+def _damaged_in_the_middle(tmp_path) -> Path:
+    """A real store whose SQLite header and schema are intact but one b-tree page in the
+    middle of the file is overwritten: it opens and lists its tables, and only SQLite's
+    integrity check can tell it is damaged."""
+    with ResultStore(tmp_path) as store:
+        for k in range(300):  # ~30 pages of 4 KiB
+            store.add({**_row(f"c0/r{k:04d}", replication=k), "pad": "x" * 200})
+    path = tmp_path / DB_NAME
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size, pages = (
+            db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_size", "page_count")
+        )
+    finally:
+        db.close()
+    data = bytearray(path.read_bytes())
+    assert len(data) == page_size * pages and pages > 8
+    start = (pages // 2) * page_size
+    for offset in range(start + 8, start + page_size - 8):  # keep the page header's type byte
+        data[offset] = 0xFF if data[offset] == 0 else 0
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_store_damaged_inside_fails_the_integrity_check_by_name(tmp_path):
+    path = _damaged_in_the_middle(tmp_path)
+    assert path.read_bytes().startswith(b"SQLite format 3\x00")
+    db = sqlite3.connect(path)
+    try:  # the schema still reads as a results store's
+        names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        verdict = db.execute("PRAGMA quick_check(1)").fetchone()[0]
+    finally:
+        db.close()
+    assert sorted(names) == ["meta", "rows"] and verdict != "ok"
+    before = path.read_bytes()
+    for refuse in (lambda: check_store(path), lambda: ResultStore(tmp_path)):
+        with pytest.raises(StoreError) as caught:
+            refuse()
+        assert str(caught.value) == (
+            f"{path} fails SQLite's integrity check (truncated or damaged): privsim cannot use "
+            "it as a results store, and did not write to it. Delete it (or move it away) to "
+            "start the study afresh, or choose another --out directory"
+        )
+        assert caught.value.__cause__ is None
+    assert path.read_bytes() == before
+
+
+def test_sqlite_internal_tables_do_not_stop_the_column_check(tmp_path):
+    # meta, then ANALYZE's sqlite_stat1, then a 'rows' table with other columns: the
+    # check skips sqlite_stat1 and goes on to find the bad 'rows'
+    path = tmp_path / DB_NAME
+    db = sqlite3.connect(path)
+    try:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('study', 'x')")
+        db.commit()
+        db.execute("ANALYZE")
+        db.commit()
+        db.execute("CREATE TABLE rows (row_id TEXT PRIMARY KEY, other TEXT)")
+        db.commit()
+        names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    finally:
+        db.close()
+    assert names == ["meta", "sqlite_stat1", "rows"]
+    with pytest.raises(StoreError) as caught:
+        check_store(path)
+    assert str(caught.value).startswith(
+        f"{path} has a table 'rows' with other columns ('row_id', 'other'): "
+    )
+
+
+def test_a_store_that_cannot_be_read_is_named_with_the_reason(tmp_path, monkeypatch):
+    with ResultStore(tmp_path) as store:
+        store.add(_row("c0/r0"))
+    path = tmp_path / DB_NAME
+    real_open = Path.open
+
+    def refusing_open(self, *args, **kwargs):
+        if self == path:
+            raise OSError(errno.EACCES, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refusing_open)
+    with pytest.raises(StoreError) as caught:
+        check_store(path)
+    assert str(caught.value) == (
+        f"{path} cannot be read (Permission denied): privsim cannot use it as a results "
+        "store, and did not write to it. Delete it (or move it away) to start the study "
+        "afresh, or choose another --out directory"
+    )
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_load_and_stored_row_open_the_store_read_only(tmp_path, monkeypatch):
+    with ResultStore(tmp_path) as store:
+        store.add(_row("c0/r0"))
+    real_connect = sqlite3.connect
+    opened: list[tuple[str, bool]] = []
+
+    def recording_connect(database, *args, **kwargs):
+        opened.append((str(database), kwargs.get("uri", False)))
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.sqlite3, "connect", recording_connect)
+    for read in (lambda: load(tmp_path), lambda: stored_row(tmp_path, "c0/r0")):
+        opened.clear()
+        read()
+        assert opened, "the store was not opened"
+        for database, uri in opened:
+            assert uri is True and database.startswith("file:"), database
+            assert database.endswith("?mode=ro"), database

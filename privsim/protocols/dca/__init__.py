@@ -8,6 +8,7 @@ reports its accuracy, privacy, cost and what the coalition could reconstruct.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from collections.abc import Sequence
@@ -166,17 +167,18 @@ DCA = ProtocolSpec(
     example=EXAMPLE,
 )
 
-TRUSTED_AGGREGATOR = ProtocolSpec(
+
+def _no_nodes(scenario: Scenario) -> None:
+    """A curator needs no compute nodes and no noise scaling for T."""
+
+
+TRUSTED_AGGREGATOR = dataclasses.replace(
+    DCA,
     name="trusted_aggregator",
     summary="a trusted curator sums the clients' vectors and adds Gaussian noise once",
-    tables={"data": DataConfig, "dca": DcaConfig},
     run=run_trusted_aggregator,
-    parties=_parties,
-    footprint=_footprint,
-    report=report_lines,
-    study=STUDY,
+    check=_no_nodes,
     exposure={"inputs_reconstructed": "always 0: a curator needs no secret shares"},
-    overspend=CLASSIC_OVER_BUDGET,
     example={**EXAMPLE, "name": "trusted-aggregator-example", "protocol": "trusted_aggregator"},
 )
 
