@@ -98,13 +98,24 @@ def _cmd_protocols(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from privsim import registry
     from privsim.api import validate
     from privsim.scenarios import load_scenario
+    from privsim.scenarios.checks import format_bytes, format_seconds
 
     # Everything `run` checks before it starts: fields, party ids, memory, and the
     # protocol's preflight (a data set's files and columns).
     scenario = validate(load_scenario(args.scenario))
     print(f"{args.scenario}: valid scenario '{scenario.name}' ({scenario.protocol})")
+    footprint = registry.get(scenario.protocol).footprint
+    if footprint is not None:
+        estimate = footprint(scenario)
+        if isinstance(estimate, tuple):
+            print(
+                f"  estimated peak memory {format_bytes(estimate[0])}, wall time "
+                f"{format_seconds(float(getattr(estimate, 'seconds', 0.0)))} on one core "
+                f"(order of magnitude; {estimate[2] if len(estimate) > 2 else ''})"
+            )
     return 0
 
 
@@ -115,18 +126,28 @@ def _add_max_memory(parser: argparse.ArgumentParser) -> None:
         help="refuse a run whose estimated memory exceeds SIZE, e.g. 32GiB "
         "(default: $PRIVSIM_MAX_MEMORY, else 8GiB)",
     )
+    parser.add_argument(
+        "--max-time",
+        metavar="DURATION",
+        help="refuse a run whose estimated wall time exceeds DURATION, e.g. 6h "
+        "(default: $PRIVSIM_MAX_SECONDS, else a day)",
+    )
 
 
 def _apply_max_memory(args: argparse.Namespace) -> None:
-    """``--max-memory`` becomes $PRIVSIM_MAX_MEMORY, which every scenario validation
-    reads (and the sweep's worker processes inherit)."""
+    """``--max-memory`` and ``--max-time`` become $PRIVSIM_MAX_MEMORY and
+    $PRIVSIM_MAX_SECONDS, which every scenario validation reads (and the sweep's worker
+    processes inherit)."""
     import os
 
-    from privsim.scenarios.checks import MAX_MEMORY_ENV, parse_bytes
+    from privsim.scenarios.checks import MAX_MEMORY_ENV, MAX_TIME_ENV, parse_bytes, parse_seconds
 
     value = getattr(args, "max_memory", None)
     if value:
         os.environ[MAX_MEMORY_ENV] = str(parse_bytes(value))
+    limit = getattr(args, "max_time", None)
+    if limit:
+        os.environ[MAX_TIME_ENV] = str(parse_seconds(limit))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

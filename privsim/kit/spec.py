@@ -101,11 +101,15 @@ PARTY_BYTES = 8 << 10
 
 class Footprint(NamedTuple):
     """A run's estimated peak memory in ``bytes``, the scenario field that dominates it
-    (named in the error when the limit is exceeded) and the formula, for the message."""
+    (named in the error when the limit is exceeded) and the formula, for the message;
+    and its estimated wall time in ``seconds`` on one core of the reference machine,
+    with the field that dominates that (``slow_field``, default ``field``)."""
 
     bytes: int
     field: str
     formula: str = ""
+    seconds: float = 0.0
+    slow_field: str = ""
 
 
 def _no_check(scenario: Scenario) -> None:

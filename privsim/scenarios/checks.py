@@ -23,13 +23,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_MEMORY",
+    "DEFAULT_MAX_SECONDS",
     "MAX_MEMORY_ENV",
+    "MAX_TIME_ENV",
     "check_footprint",
     "check_numbers",
     "check_parties",
+    "check_time",
     "format_bytes",
+    "format_seconds",
     "memory_limit",
     "parse_bytes",
+    "parse_seconds",
+    "time_limit",
 ]
 
 #: Environment variable holding the memory limit (``privsim run --max-memory`` sets it).
@@ -87,16 +93,73 @@ def format_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+#: Environment variable holding the limit on a run's estimated wall time, in seconds
+#: (``privsim run --max-time`` sets it).
+MAX_TIME_ENV = "PRIVSIM_MAX_SECONDS"
+#: The default limit on a run's estimated wall time: a day.
+DEFAULT_MAX_SECONDS = 24 * 3600.0
+
+_TIME_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_seconds(text: str) -> float:
+    """``"90s"``, ``"30m"``, ``"6h"``, ``"2d"`` or ``"3600"`` as seconds."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _TIME_UNITS:
+        raise ValueError(f"time limit {text!r} is not a duration; write e.g. 6h, 90m or 3600")
+    value = float(match.group(1)) * _TIME_UNITS[unit]
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"time limit {text!r} must be a positive duration")
+    return value
+
+
+def time_limit() -> float:
+    """The limit on a run's estimated wall time: ``$PRIVSIM_MAX_SECONDS`` or a day."""
+    value = os.environ.get(MAX_TIME_ENV, "").strip()
+    if not value:
+        return DEFAULT_MAX_SECONDS
+    try:
+        return parse_seconds(value)
+    except ValueError as exc:
+        raise FieldError(MAX_TIME_ENV, str(exc), "set it to e.g. 6h") from None
+
+
+def format_seconds(seconds: float) -> str:
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def check_time(scenario: Scenario, seconds: float, field: str) -> None:
+    """Refuse a scenario whose estimated wall time exceeds :func:`time_limit`, naming
+    the field that dominates it (a run that would not finish is an error now, not a
+    silent hang later)."""
+    limit = time_limit()
+    if not math.isfinite(seconds) or seconds > limit:
+        raise FieldError(
+            field,
+            f"protocol {scenario.protocol!r} would take about {format_seconds(seconds)} to run "
+            f"(an estimate), more than the limit of {format_seconds(limit)}",
+            f"lower {field}, or raise the limit with --max-time or {MAX_TIME_ENV} (e.g. 3d)",
+        )
+
+
 def check_footprint(scenario: Scenario, estimate: Any) -> None:
     """Refuse a scenario whose estimated peak memory (an int, or a
     :class:`~privsim.kit.spec.Footprint` naming the dominant field and the formula)
     exceeds :func:`memory_limit`."""
     if isinstance(estimate, tuple):
         nbytes, field, formula = (*estimate, "")[:3]
+        seconds = float(getattr(estimate, "seconds", 0.0))
+        slow_field = getattr(estimate, "slow_field", "") or field
     else:
         nbytes, field, formula = estimate, "population.clients", ""
+        seconds, slow_field = 0.0, field
     limit = memory_limit()
     if nbytes <= limit:
+        check_time(scenario, seconds, str(slow_field))
         return
     how = f" ({formula})" if formula else ""
     raise FieldError(

@@ -504,3 +504,33 @@ def test_a_directory_or_unreadable_file_as_scenario_or_study_is_named(tmp_path):
         study_from_dict({"name": "s", "base": "."}, tmp_path)
     with pytest.raises(StudyError, match="neither a built-in"):
         study_from_dict({"name": "s", "base": "b" * 5000}, tmp_path)
+
+
+def test_a_run_estimated_beyond_the_time_limit_is_refused_naming_its_slowest_field(monkeypatch):
+    from privsim.scenarios import builtin_scenario
+    from privsim.scenarios.checks import MAX_TIME_ENV
+
+    bcd = builtin_scenario("bcd")
+    with pytest.raises(ScenarioError) as info:
+        bcd.replace({"bcd.iterations": 10**9})
+    assert info.value.field == "bcd.iterations" and "--max-time" in str(info.value)
+    monkeypatch.setenv(MAX_TIME_ENV, str(10**9))  # the user raises the limit
+    assert bcd.replace({"bcd.iterations": 10**9}).table("bcd", type(bcd.bcd)).iterations == 10**9
+
+
+def test_validate_prints_the_estimates_and_run_honours_max_time(tmp_path, capsys, monkeypatch):
+    from privsim.cli import main
+    from privsim.scenarios import builtin_scenario_path
+    from privsim.scenarios.checks import MAX_TIME_ENV
+
+    # `--max-time` sets the variable for the process: monkeypatch restores it afterwards
+    monkeypatch.setenv(MAX_TIME_ENV, "1d")
+    path = str(builtin_scenario_path("quickstart"))
+    assert main(["validate", path]) == 0
+    out = capsys.readouterr().out
+    assert "estimated peak memory" in out and "wall time" in out
+    # the quickstart is estimated at about a second: a 10 ms limit refuses it by name
+    assert main(["run", path, "--out", str(tmp_path), "--max-time", "0.01s"]) == 2
+    err = capsys.readouterr().err
+    assert "population.clients" in err and "--max-time" in err
+    assert not list(tmp_path.iterdir())  # refused before anything ran or was written

@@ -46,6 +46,7 @@ __all__ = [
     "outcome_of",
     "plan",
     "secure_sum_bytes",
+    "secure_sum_seconds",
     "settle",
 ]
 
@@ -132,6 +133,36 @@ def secure_sum_bytes(clients: int, nodes: int, dimension: int, *, batched: bool)
     else:
         shares = n * d * 8 * (m + 2)
     return n * PARTY_BYTES + shares
+
+
+#: Measured costs behind :func:`secure_sum_seconds` (benchmarks/bench_table1.py,
+#: bench_dca.py and bench_estimates.py on the reference machine, one core): time per
+#: message on the per-message path (engine 85 µs plus the sender's data and network
+#: draws) and batched, per 64-bit word of shares made and summed, per pair of parties
+#: agreeing keys (X25519 + HKDF), and per byte sealed and opened with AES-GCM.
+SECONDS_PER_MESSAGE = 170e-6
+SECONDS_PER_BATCHED_MESSAGE = 1.7e-6
+SECONDS_PER_SHARE_WORD = 9e-9
+SECONDS_PER_KEY_PAIR = 85e-6
+SECONDS_PER_SEALED_BYTE = 1e-9
+
+
+def secure_sum_seconds(
+    clients: int, nodes: int, dimension: int, *, batched: bool, encrypted: bool
+) -> float:
+    """Estimated wall time of one DCA round: messages (N·M shares, M² agreement and sum
+    messages) times the engine's cost per message, plus the N·M·d share words made and
+    summed; with encryption, N·M + M² key pairs agreed and N·M·d·8 bytes sealed and
+    opened. An order-of-magnitude estimate (within a few times of the measured figures)
+    for refusing runs that would not finish, not a prediction."""
+    n, m, d = clients, max(nodes, 1), dimension
+    messages = n * m + m * m + m
+    per_message = SECONDS_PER_BATCHED_MESSAGE if batched else SECONDS_PER_MESSAGE
+    seconds = messages * per_message + n * m * d * SECONDS_PER_SHARE_WORD
+    if encrypted:
+        seconds += (n * m + m * m) * SECONDS_PER_KEY_PAIR
+        seconds += 2 * n * m * d * 8 * SECONDS_PER_SEALED_BYTE
+    return seconds
 
 
 def channel_pairs(world: World) -> list[tuple[str, str]]:

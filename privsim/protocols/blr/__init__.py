@@ -19,6 +19,7 @@ from privsim.kit.securesum.round import (
     check_secure_sum,
     node_names,
     secure_sum_bytes,
+    secure_sum_seconds,
 )
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.blr.config import BlrConfig
@@ -86,7 +87,21 @@ def _footprint(scenario: Scenario) -> Footprint:
     ]
     peak, field = max(terms)
     total = peak + n * PARTY_BYTES
-    return Footprint(total, field, f"N = {n}, d = {d}, records = {records}, grid {g}²")
+    # Time: the threshold search, G²·repeats posteriors of dimension d+1 (about 30 µs
+    # each at d = 8, growing as d³), and the secure sums: one round of k words per
+    # client for DDP, two for proj DDP.
+    search = g * g * cfg.grid_repeats * 30e-6 * ((d + 1) / 9) ** 3
+    encrypted = scenario.network.encryption == "aes-gcm"
+    rounds = ("DDP" in cfg.methods) + 2 * ("proj_DDP" in cfg.methods)
+    sums = rounds * secure_sum_seconds(n, m, k, batched=True, encrypted=encrypted)
+    slow = "blr.grid_points" if search > sums else "population.clients"
+    return Footprint(
+        total,
+        field,
+        f"N = {n}, d = {d}, records = {records}, grid {g}²",
+        search + sums,
+        slow,
+    )
 
 
 STUDY = StudyView(

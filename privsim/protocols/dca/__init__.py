@@ -23,6 +23,7 @@ from privsim.kit.securesum.round import (
     check_secure_sum,
     node_names,
     secure_sum_bytes,
+    secure_sum_seconds,
 )
 from privsim.kit.spec import PARTY_BYTES, FigureKit, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.dca.config import DataConfig
@@ -107,7 +108,14 @@ def _footprint(scenario: Scenario) -> Footprint:
         total, formula = curator, "N·P + N·d·8·2 (trusted aggregator)"
     # The field that grew most from the quickstart's N = 2000, d = 20.
     field = "data.dimension" if d / 20 > n / 2000 else "population.clients"
-    return Footprint(total, field, f"{formula}, N = {n}, d = {d}, M = {m}")
+    encrypted = scenario.network.encryption == "aes-gcm"
+    seconds = 0.0
+    if scenario.protocol == "dca":
+        batched = delivery(scenario) == "batched"
+        seconds += secure_sum_seconds(n, m, d, batched=batched, encrypted=encrypted)
+    if scenario.protocol != "dca" or scenario.baseline:  # one message per client, in full
+        seconds += secure_sum_seconds(n, 1, d, batched=False, encrypted=encrypted)
+    return Footprint(total, field, f"{formula}, N = {n}, d = {d}, M = {m}", seconds)
 
 
 def _figures(kit: FigureKit, summary: Any) -> list[Path]:

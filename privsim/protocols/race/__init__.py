@@ -15,6 +15,7 @@ from privsim.kit.securesum.round import (
     check_fixed_point,
     check_secure_sum,
     node_names,
+    secure_sum_seconds,
 )
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.race.config import SKIN_RECORDS, RaceConfig
@@ -79,7 +80,16 @@ def _footprint(scenario: Scenario) -> Footprint:
     }
     field = max(growth, key=lambda f: growth[f])
     formula = "R·W·8·K·(M+2)" if cfg.mode == "dca" else "R·W·8·(2K+2)"
-    return Footprint(total, field, f"{formula}, R = {cfg.rows}, W = {cfg.width}, K = {k}")
+    # Time: hashing n points into R rows (about 6 ns per point and row, benchmarks/
+    # bench_race.py), R queries per held-out point, and the release: a DCA round of
+    # R·W words per owner, or K sketches of R·W sent whole.
+    seconds = (records + cfg.queries) * cfg.rows * 6e-9
+    encrypted = scenario.network.encryption == "aes-gcm"
+    if cfg.mode == "dca":
+        seconds += secure_sum_seconds(k, m, cells, batched=False, encrypted=encrypted)
+    else:
+        seconds += secure_sum_seconds(k, 1, cells, batched=False, encrypted=encrypted)
+    return Footprint(total, field, f"{formula}, R = {cfg.rows}, W = {cfg.width}, K = {k}", seconds)
 
 
 METRICS = {
