@@ -61,18 +61,23 @@ _UNITS = {
 }
 
 
-def parse_bytes(text: str) -> int:
-    """``"8GiB"``, ``"500 MB"``, ``"2e9"`` or ``"1048576"`` as a number of bytes."""
+def _quantity(text: str, units: Mapping[str, float], what: str, example: str) -> float:
+    """A positive number with an optional unit from ``units`` (case-insensitive)."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _UNITS:
+    if match is None or unit not in units:
         raise ValueError(
-            f"memory limit {text!r} is not a size; write e.g. 8GiB, 500MB or a number of bytes"
+            f"{what} {text!r} is not {example.split(':')[0]}; write e.g. {example.split(': ')[-1]}"
         )
-    value = float(match.group(1)) * _UNITS[unit]
+    value = float(match.group(1)) * units[unit]
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"memory limit {text!r} must be a positive size")
-    return int(value)
+        raise ValueError(f"{what} {text!r} must be positive")
+    return value
+
+
+def parse_bytes(text: str) -> int:
+    """``"8GiB"``, ``"500 MB"``, ``"2e9"`` or ``"1048576"`` as a number of bytes."""
+    return int(_quantity(text, _UNITS, "memory limit", "a size: 8GiB, 500MB or a number of bytes"))
 
 
 def memory_limit() -> int:
@@ -104,14 +109,7 @@ _TIME_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 8640
 
 def parse_seconds(text: str) -> float:
     """``"90s"``, ``"30m"``, ``"6h"``, ``"2d"`` or ``"3600"`` as seconds."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _TIME_UNITS:
-        raise ValueError(f"time limit {text!r} is not a duration; write e.g. 6h, 90m or 3600")
-    value = float(match.group(1)) * _TIME_UNITS[unit]
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"time limit {text!r} must be a positive duration")
-    return value
+    return _quantity(text, _TIME_UNITS, "time limit", "a duration: 6h, 90m or 3600")
 
 
 def time_limit() -> float:

@@ -24,16 +24,7 @@ from privsim.studies.store import (
     lock_directory,
 )
 from privsim.studies.sweep import STUDY_FILE, sweep
-
-TINY_BASE = {
-    "name": "tiny",
-    "baseline": False,
-    "population": {"clients": 30, "compute_nodes": 3},
-    "data": {"dimension": 4},
-    "privacy": {"epsilon": 1.0, "delta": 1e-5},
-    "dca": {"tolerated": 4},
-    "network": {"encryption": "none", "link": {"latency": {"model": "constant", "value": 0.01}}},
-}
+from tests.studies.test_studies import TINY_BASE
 
 
 def _study(tmp_path: Path, name: str = "a", seed: int = 3, replications: int = 2) -> Path:
