@@ -63,7 +63,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/protocols/test_blr_maths.py",
         "tests/protocols/test_blr_regression.py",
     ),
-    "privsim/protocols/bcd/maths.py": ("tests/protocols/test_bcd.py",),
+    "privsim/protocols/bcd/maths.py": (
+        "tests/protocols/test_bcd_maths.py",
+        "tests/protocols/test_bcd.py",
+    ),
     "privsim/protocols/race/private.py": (
         "tests/protocols/test_race.py",
         "tests/protocols/test_race_applications.py",
