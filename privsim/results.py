@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from privsim.kit.result import jsonable
 
 __all__ = ["UnsafePathError", "path_inside", "write_json_atomic"]
 
@@ -37,16 +38,6 @@ def path_inside(directory: str | Path, path: str | Path) -> Path:
     return resolved
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else ("-inf" if value < 0 else "nan")
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def write_json_atomic(
     path: str | Path, data: dict[str, Any], *, within: str | Path | None = None
 ) -> Path:
@@ -58,7 +49,7 @@ def write_json_atomic(
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(_jsonable(data), fh, indent=2, sort_keys=False)
+            json.dump(jsonable(data), fh, indent=2, sort_keys=False)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())

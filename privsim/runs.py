@@ -36,14 +36,16 @@ class ResultError(ValueError):
         self.field = field
 
 
-def run(scenario: Scenario, seed: int | None = None) -> RunResult:
+def run(scenario: Scenario, seed: int | None = None, *, preflight: bool = True) -> RunResult:
     """Run ``scenario`` at ``seed`` (default: the scenario's own seed), after the
-    protocol's preflight (see :func:`validate`). A check that fails raises a
+    protocol's preflight (see :func:`validate`; a study, which preflights every cell
+    before any work, skips it per row). A check that fails raises a
     :class:`~privsim.scenarios.errors.ScenarioError` naming the field; a NaN anywhere in
     the result raises :class:`ResultError`."""
     spec = registry.get(scenario.protocol)
     try:
-        spec.preflight(scenario)  # the data's files and columns, named before the run
+        if preflight:
+            spec.preflight(scenario)  # the data's files and columns, named before the run
         result = spec.run(scenario, scenario.seed if seed is None else seed)
     except FieldError as exc:
         raise ScenarioError(exc.field, exc.problem, exc.fix) from None

@@ -13,7 +13,7 @@ import dataclasses
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from privsim.scenarios.errors import FieldError
@@ -61,14 +61,12 @@ _UNITS = {
 }
 
 
-def _quantity(text: str, units: Mapping[str, float], what: str, example: str) -> float:
+def _quantity(text: str, units: Mapping[str, float], what: str, kind: str, example: str) -> float:
     """A positive number with an optional unit from ``units`` (case-insensitive)."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in units:
-        raise ValueError(
-            f"{what} {text!r} is not {example.split(':')[0]}; write e.g. {example.split(': ')[-1]}"
-        )
+        raise ValueError(f"{what} {text!r} is not {kind}; write e.g. {example}")
     value = float(match.group(1)) * units[unit]
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{what} {text!r} must be positive")
@@ -77,18 +75,25 @@ def _quantity(text: str, units: Mapping[str, float], what: str, example: str) ->
 
 def parse_bytes(text: str) -> int:
     """``"8GiB"``, ``"500 MB"``, ``"2e9"`` or ``"1048576"`` as a number of bytes."""
-    return int(_quantity(text, _UNITS, "memory limit", "a size: 8GiB, 500MB or a number of bytes"))
+    return int(
+        _quantity(text, _UNITS, "memory limit", "a size", "8GiB, 500MB or a number of bytes")
+    )
+
+
+def _limit(env: str, parse: Callable[[str], float], default: float, example: str) -> float:
+    """The limit in ``$env`` (parsed), or ``default``; a bad value names the variable."""
+    value = os.environ.get(env, "").strip()
+    if not value:
+        return default
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise FieldError(env, str(exc), f"set it to e.g. {example}") from None
 
 
 def memory_limit() -> int:
     """The limit on a run's estimated memory: ``$PRIVSIM_MAX_MEMORY`` or 8 GiB."""
-    value = os.environ.get(MAX_MEMORY_ENV, "").strip()
-    if not value:
-        return DEFAULT_MAX_MEMORY
-    try:
-        return parse_bytes(value)
-    except ValueError as exc:
-        raise FieldError(MAX_MEMORY_ENV, str(exc), "set it to e.g. 8GiB") from None
+    return int(_limit(MAX_MEMORY_ENV, parse_bytes, DEFAULT_MAX_MEMORY, "8GiB"))
 
 
 def format_bytes(n: float) -> str:
@@ -109,18 +114,12 @@ _TIME_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 8640
 
 def parse_seconds(text: str) -> float:
     """``"90s"``, ``"30m"``, ``"6h"``, ``"2d"`` or ``"3600"`` as seconds."""
-    return _quantity(text, _TIME_UNITS, "time limit", "a duration: 6h, 90m or 3600")
+    return _quantity(text, _TIME_UNITS, "time limit", "a duration", "6h, 90m or 3600")
 
 
 def time_limit() -> float:
     """The limit on a run's estimated wall time: ``$PRIVSIM_MAX_SECONDS`` or a day."""
-    value = os.environ.get(MAX_TIME_ENV, "").strip()
-    if not value:
-        return DEFAULT_MAX_SECONDS
-    try:
-        return parse_seconds(value)
-    except ValueError as exc:
-        raise FieldError(MAX_TIME_ENV, str(exc), "set it to e.g. 6h") from None
+    return _limit(MAX_TIME_ENV, parse_seconds, DEFAULT_MAX_SECONDS, "6h")
 
 
 def format_seconds(seconds: float) -> str:
