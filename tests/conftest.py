@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import pytest
 
 from privsim.scenarios import Scenario, scenario_from_dict
+
+#: Tests that read the real data sets run only where $PRIVSIM_DATA_DIR names them (CI).
+needs_data = pytest.mark.skipif(
+    not os.environ.get("PRIVSIM_DATA_DIR"), reason="PRIVSIM_DATA_DIR not set"
+)
 
 BASE: dict[str, Any] = {
     "name": "test",

@@ -5,7 +5,6 @@ steps (refused over budget, non-private readings)."""
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import numpy as np
@@ -24,10 +23,7 @@ from privsim.protocols.bcd.maths import (
 )
 from privsim.scenarios import scenario_from_dict
 from privsim.sim.ledger import BudgetExceededError, OverspendWarning
-
-needs_data = pytest.mark.skipif(
-    not os.environ.get("PRIVSIM_DATA_DIR"), reason="PRIVSIM_DATA_DIR not set"
-)
+from tests.conftest import needs_data
 
 
 def _scenario(**bcd):

@@ -21,18 +21,14 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from privsim.protocols.blr.experiment import run_blr
 from privsim.scenarios import scenario_from_dict
+from tests.conftest import needs_data
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "blr_wine_red.json"
 EPSILONS = (1.0, 10.0)
 REPETITIONS = 5
-
-needs_data = pytest.mark.skipif(
-    not os.environ.get("PRIVSIM_DATA_DIR"), reason="PRIVSIM_DATA_DIR not set"
-)
 
 
 def _summary() -> dict[str, dict[str, list[float]]]:

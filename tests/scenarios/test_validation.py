@@ -26,7 +26,7 @@ from privsim.scenarios import Scenario, ScenarioError, scenario_from_dict, scena
 from privsim.scenarios.checks import MAX_MEMORY_ENV, parse_bytes
 from privsim.scenarios.loader import builtin_scenario, load_scenario
 from privsim.studies.study import MAX_TASKS_ENV, Study, StudyError, load_study, study_from_dict
-from tests.conftest import BASE, make_scenario
+from tests.conftest import BASE, make_scenario, needs_data
 
 
 def _refused(field: str, **changes: Any) -> ScenarioError:
@@ -311,6 +311,7 @@ def test_bcd_blocks_on_synthetic_data_are_honoured():
     assert [len(b) for b in result["bcd"]["dataset"]["blocks"]] == [2, 7]
 
 
+@needs_data
 def test_bcd_blocks_naming_a_real_data_sets_unknown_column_fail_validation():
     sc = _builtin(
         "bcd",
