@@ -1,0 +1,112 @@
+"""The ``[summarization]`` table."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from privsim.scenarios.errors import FieldError, require_positive
+
+__all__ = ["DIMENSION_RANGE", "SummarizationConfig"]
+
+#: RFF dimensions d accepted: below 8 the kernel estimate is useless, above 4096 the
+#: curator's marginals and the broadcasts grow without a gain the paper uses.
+DIMENSION_RANGE = (8, 4096)
+#: MWEM iterations accepted for T_init (the paper: d^1.5 = 1656 at d = 140).
+T_INIT_RANGE = (1, 1_000_000)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarizationConfig:
+    """DP distributed data summarisation under covariate shift (protocol
+    ``"summarization"``, Sarpatwar et al. NeurIPS 2019, Algorithm 3).
+
+    ``owners`` (K) data owners bid each epoch for the best marginal gain of J (eq. 3);
+    a trusted curator broadcasts the private hashes h2(h1(D_v)) once and h2(h1(D_s)) each
+    epoch and runs PrivAuction until the summary has ``summary_size`` (p) points. h1:
+    ``dimension`` (d) random Fourier features of the RBF kernel exp(−``gamma``‖x − y‖²);
+    h2: randomised rounding on the grid of step ``eta`` then MWEM with ``t_init``
+    iterations at ε = ``epsilon_validation`` for D_v and ``epsilon_first`` for the seed
+    set (epoch 1), ``t_sub`` iterations at ε = ``summary_scale``/√(p·T_sub) after (§4).
+    ``auction_epsilon`` is ε_auc; ``tau`` the τ rule. ``dataset``: ``"synthetic"``,
+    ``"digits"`` (scikit-learn's bundled 8×8 digits), ``"occupancy"`` or ``"wine"``
+    (registry); ``seed_size`` points of another domain seed the summary. ``timeout``:
+    how long (simulated seconds) the curator waits for bids, points or D_v. ``release``:
+    h2 releases the expected vector of MWEM's ``"average"`` distribution (Algorithm 2,
+    line 8) or of its ``"last"`` (a variant: the average is shrunk towards 0 by the
+    early iterates). ``baselines``: also run non-private greedy and uniform sampling."""
+
+    dataset: Literal["synthetic", "digits", "occupancy", "wine"] = "synthetic"
+    summary_size: int = 100
+    owners: int = 4
+    dimension: int = 140
+    gamma: float = 0.1
+    eta: float = 0.05
+    t_init: int = 1656
+    t_sub: int = 5
+    epsilon_validation: float = 0.01
+    epsilon_first: float = 0.05
+    summary_scale: float = 0.01
+    auction_epsilon: float = 0.5
+    tau: int = 3
+    seed_size: int = 150
+    synthetic_records: int = 4000
+    timeout: float = 1.0
+    baselines: bool = True
+    release: Literal["average", "last"] = "average"
+
+    def __post_init__(self) -> None:
+        for name in ("summary_size", "owners", "t_sub", "tau", "seed_size", "synthetic_records"):
+            if getattr(self, name) < 1:
+                raise FieldError(
+                    f"summarization.{name}",
+                    f"must be >= 1, got {getattr(self, name)}",
+                    "give 1 or more",
+                )
+        lo, hi = DIMENSION_RANGE
+        if not lo <= self.dimension <= hi:
+            raise FieldError(
+                "summarization.dimension",
+                f"d = {self.dimension} is outside [{lo}, {hi}]",
+                "give an RFF dimension such as the paper's 140",
+            )
+        lo, hi = T_INIT_RANGE
+        if not lo <= self.t_init <= hi:
+            raise FieldError(
+                "summarization.t_init",
+                f"T_init = {self.t_init} is outside [{lo}, {hi}]",
+                f"give about d^1.5 = {round(self.dimension**1.5)} (the paper's rule, §4)",
+            )
+        require_positive("summarization.eta", self.eta)
+        steps = 2.0 / self.eta
+        if self.eta > 1.0 or abs(steps - round(steps)) > 1e-9 * steps:
+            raise FieldError(
+                "summarization.eta",
+                f"η = {self.eta:g} does not divide 2: the grid S = {{−1, −1 + η, …, 1}} "
+                "would not end at 1",
+                "give 2/k for an integer k >= 2, e.g. 0.05 or 0.1",
+            )
+        for name in (
+            "gamma",
+            "epsilon_validation",
+            "epsilon_first",
+            "summary_scale",
+            "auction_epsilon",
+            "timeout",
+        ):
+            value = getattr(self, name)
+            require_positive(f"summarization.{name}", value)
+            if not math.isfinite(value):
+                raise FieldError(f"summarization.{name}", "must be finite", "give a number")
+        if self.dataset == "synthetic" and self.synthetic_records < 10 * self.owners:
+            raise FieldError(
+                "summarization.synthetic_records",
+                f"{self.synthetic_records} records for {self.owners} owners",
+                f"give at least {10 * self.owners} records",
+            )
+
+    @property
+    def summary_epsilon(self) -> float:
+        """ε_{ℓ,T} for ℓ > 1: 0.01/√(p·T_sub) in §4 (``summary_scale`` = 0.01)."""
+        return self.summary_scale / math.sqrt(self.summary_size * self.t_sub)

@@ -1,0 +1,72 @@
+"""The summarization section of ``privsim run``'s report and its study-row columns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["flatten", "report_lines"]
+
+
+def _num(value: Any, fmt: str = ".4g") -> str:
+    return format(value, fmt) if isinstance(value, int | float) else str(value)
+
+
+def report_lines(result: Mapping[str, Any]) -> list[str]:
+    """Set-up, quality against the baselines, parsimony and the two composition figures."""
+    d, sc = result["summarization"], result["scenario"]["summarization"]
+    lines = [
+        f"  {d['owners']} owners, data {d['dataset']}, summary p = {d['summary_size']}, "
+        f"d = {sc['dimension']}, γ = {sc['gamma']}, ε_auc = {sc['auction_epsilon']}"
+    ]
+    acc = result.get("accuracy")
+    if acc:
+        lines.append(
+            f"Summary     private: MMD² {_num(acc['mmd2'])}, SVM accuracy "
+            f"{_num(acc['svm_accuracy'], '.3f')}, {acc['size']} points"
+        )
+    else:
+        abort = result.get("abort") or {}
+        lines.append(f"Result      ABORTED ({abort.get('reason')}): {abort.get('detail')}")
+    for name, m in result.get("methods", {}).items():
+        a = m.get("accuracy") or {}
+        if name != "private" and a:
+            lines.append(
+                f"Baseline    {name}: MMD² {_num(a['mmd2'])} "
+                f"(+{_num(a.get('mmd2_increase_pct', float('nan')), '.1f')}% over greedy), "
+                f"SVM accuracy {_num(a['svm_accuracy'], '.3f')}"
+            )
+    lines.append(
+        f"Parsimony   curator accessed {d['points_accessed']} points "
+        f"({d['owner_points_accessed']} owners' + {d['validation_points']} of D_v); "
+        f"K^(1/3)·p = {_num(d['k13_bound'], '.1f')}, |D_s| + |D_v| = "
+        f"{d['summary_size'] + d['validation_points']}"
+    )
+    c = d["composition"]
+    for name in ("validation", "summary"):
+        f = c[name]
+        lines.append(
+            f"Composition {name}: paper ε = {_num(f['paper_epsilon'])} at δ̃ = {f['delta']:g} "
+            f"(advanced, ε₀ per iteration); ledger basic {_num(f['ledger_basic_epsilon'])}, "
+            f"PLD {_num(f['ledger_pld_epsilon'])}"
+        )
+    return lines
+
+
+def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Parsimony and composition columns beyond the common ones."""
+    d = result["summarization"]
+    c = d["composition"]
+    return {
+        "summarization": {
+            "points_accessed": d["points_accessed"],
+            "owner_points_accessed": d["owner_points_accessed"],
+            "k13_bound": d["k13_bound"],
+            "accessed_per_summary_point": d["accessed_per_summary_point"],
+            "parsimony_ratio": d["parsimony_ratio"],
+            "paper_epsilon_validation": c["validation"]["paper_epsilon"],
+            "paper_epsilon_summary": c["summary"]["paper_epsilon"],
+            "pld_epsilon_validation": c["validation"]["ledger_pld_epsilon"],
+            "pld_epsilon_summary": c["summary"]["ledger_pld_epsilon"],
+        }
+    }
