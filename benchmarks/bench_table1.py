@@ -2,6 +2,8 @@
 
     python benchmarks/bench_table1.py             # the full grid, both encryptions (~20 min)
     python benchmarks/bench_table1.py --quick     # N <= 10^4 and d <= 10^3
+    python benchmarks/bench_table1.py --shares seeded   # the grid with seed-compressed shares
+    python benchmarks/bench_table1.py --scale     # N = 10^5, d = 10^4: floors and cells, one run
 
 Every cell runs in a fresh process (its peak resident memory is its own). ``round`` is the
 protocol's wall time: clients' noise, encoding, secret sharing and sends, compute nodes'
@@ -10,6 +12,11 @@ when encryption is on. ``keys`` is the set-up phase: X25519 + HKDF for every cli
 pair, agreed once per scenario, before the round. Data are synthetic (uniform
 coordinates, clipped), generated per client inside the round. The paper's figures are
 its distributed Spark implementation's, without encryption (Heikkilä et al. 2017, Table 1).
+
+``--scale`` runs the largest cell with full and seed-compressed shares, encryption off and
+on, and measures in each cell's process, just before its round, the machine's floor for
+that round (benchmarks/dca_floor.py: share generation and AES-GCM with the raw
+primitives on the same threads), so floor and cell see the same load.
 """
 
 from __future__ import annotations
@@ -43,8 +50,10 @@ PAPER = {  # seconds, (N, d) -> time
 M = 10
 
 
-def scenario(n: int, d: int, encryption: str, delivery: str = "auto"):
+def scenario(n: int, d: int, encryption: str, delivery: str = "auto", shares: str = "full"):
     from privsim.scenarios import scenario_from_dict
+
+    extra = {} if shares == "full" else {"shares": shares}
 
     return scenario_from_dict(
         {
@@ -59,6 +68,7 @@ def scenario(n: int, d: int, encryption: str, delivery: str = "auto"):
                 "agreement_timeout": 1e6,
                 "sum_timeout": 1e6,
                 "delivery": delivery,
+                **extra,
             },
             "network": {
                 "encryption": encryption,
@@ -68,11 +78,22 @@ def scenario(n: int, d: int, encryption: str, delivery: str = "auto"):
     )
 
 
-def child(n: int, d: int, encryption: str, delivery: str) -> None:
+def child(n: int, d: int, encryption: str, delivery: str, shares: str, floor: bool) -> None:
     from privsim.protocols.dca.run import simulate
 
-    simulate(scenario(20, 4, encryption, delivery))  # warm-up: lazy imports, first-call costs
-    sc = scenario(n, d, encryption, delivery)
+    simulate(scenario(20, 4, encryption, delivery, shares))  # warm-up: lazy imports, first calls
+    measured = None
+    if floor:
+        from benchmarks.dca_floor import measure as measure_floor
+
+        f = measure_floor(n, d, M, shares)
+        measured = {
+            "floor": f.total,
+            "floor_generate": f.generate,
+            "floor_aead": f.aead,
+            "aead_mb_per_s_per_thread": f.aead_bytes_per_second_per_thread / 1e6,
+        }
+    sc = scenario(n, d, encryption, delivery, shares)
     start = time.perf_counter()
     sim = simulate(sc)
     wall = time.perf_counter() - start
@@ -86,16 +107,36 @@ def child(n: int, d: int, encryption: str, delivery: str) -> None:
                 "ok": sim.outcome.ok,
                 "messages": len(sim.world.trace),
                 "delivery": sim.delivery,
+                "client_bytes": _client_bytes(sim),
+                "load": os.getloadavg()[0],
+                **(measured or {}),
             }
         )
     )
 
 
-def measure(n: int, d: int, encryption: str, delivery: str = "auto") -> dict:
+def _client_bytes(sim) -> float:
+    """Mean bytes a client sends in the round (from the trace)."""
+    from privsim.kit.result import Communication
+
+    roles = Communication.of_world(sim.world, output_party="aggregator").to_dict()["roles"]
+    return float(roles["client"]["bytes_sent_mean"])
+
+
+def measure(
+    n: int,
+    d: int,
+    encryption: str,
+    delivery: str = "auto",
+    shares: str = "full",
+    floor: bool = False,
+) -> dict:
+    args = [str(n), str(d), encryption, delivery, shares, "floor" if floor else "-"]
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--child", str(n), str(d), encryption, delivery],
+        [sys.executable, __file__, "--child", *args],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
     )
     _, status, usage = os.wait4(proc.pid, 0)
     out = proc.stdout.read() if proc.stdout else ""
@@ -111,12 +152,19 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="N <= 10^4 and d <= 10^3 only")
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument("--shares", choices=("full", "seeded"), default="full")
+    parser.add_argument(
+        "--scale", action="store_true", help="N = 10^5, d = 10^4: floors and cells in one run"
+    )
     parser.add_argument("--out", default="benchmarks/results/table1.json", help="JSON of all cells")
     args = parser.parse_args()
     if args.child:
-        n, d, enc, delivery = args.child
-        child(int(n), int(d), enc, delivery)
+        n, d, enc, delivery, shares, floor = args.child
+        child(int(n), int(d), enc, delivery, shares, floor == "floor")
+        return
+    if args.scale:
+        scale(args.out.replace("table1.json", "table1-scale.json"))
         return
     cells = [(n, d) for d in (10, 10**2, 10**3, 10**4) for n in (10**2, 10**3, 10**4, 10**5)]
     if args.quick:
@@ -129,8 +177,8 @@ def main() -> None:
     print("-" * len(header))
     rows = []
     for n, d in cells:
-        off = measure(n, d, "none")
-        on = measure(n, d, "aes-gcm")
+        off = measure(n, d, "none", shares=args.shares)
+        on = measure(n, d, "aes-gcm", shares=args.shares)
         if "failed" in off or "failed" in on:
             print(f"{n:>7}{d:>7}  failed: {off} {on}")
             continue
@@ -138,9 +186,10 @@ def main() -> None:
         speedup = paper / off["round"]
         ratio = on["round"] / off["round"]
         peak = max(off["peak_mib"], on["peak_mib"])
+        limit = 2 if args.shares == "seeded" else 4
         marks = [
             ">=10x paper" if speedup >= 10 else "<10x paper",
-            "on<4x off" if ratio < 4 else "on>=4x off",
+            f"on<{limit}x off" if ratio < limit else f"on>={limit}x off",
             "<1GB" if peak < 1024 else ">=1GB",
         ]
         print(
@@ -149,6 +198,11 @@ def main() -> None:
             flush=True,
         )
         rows.append({"N": n, "d": d, "paper_s": paper, "off": off, "on": on})
+    if args.shares == "seeded":
+        args.out = args.out.replace("table1.json", "table1-seeded.json")
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+        return
     # Engine overhead per message: the same round through per-message and batched delivery.
     print("\nEngine overhead per message (N = 10^4, d = 10, M = 10, encryption off):")
     for delivery in ("per_message", "batched"):
@@ -160,6 +214,35 @@ def main() -> None:
         rows.append({"overhead": delivery, **r})
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, indent=1))
+
+
+def scale(out: str, n: int = 10**5, d: int = 10**4) -> None:
+    """The largest cell, full and seed-compressed shares, encryption off and on, each with
+    its floor measured in its own process just before the round."""
+    print(f"N = {n}, d = {d}, M = {M}; floor = share generation + AES-GCM on the same threads")
+    header = (
+        f"{'shares':<8}{'encryption':<11}{'round s':>9}{'floor s':>9}{'round/floor':>13}"
+        f"{'GCM MB/s/thr':>14}{'client KB':>11}{'MiB':>6}{'load':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for shares in ("full", "seeded"):
+        for enc in ("none", "aes-gcm"):
+            r = measure(n, d, enc, shares=shares, floor=enc == "aes-gcm")
+            if "failed" in r:
+                print(f"{shares:<8}{enc:<11} failed: {r}")
+                continue
+            floor = r.get("floor", float("nan"))
+            print(
+                f"{shares:<8}{enc:<11}{r['round']:>9.1f}{floor:>9.1f}{r['round'] / floor:>13.2f}"
+                f"{r.get('aead_mb_per_s_per_thread', float('nan')):>14.0f}"
+                f"{r['client_bytes'] / 1e3:>11.1f}{r['peak_mib']:>6.0f}{r['load']:>6.1f}",
+                flush=True,
+            )
+            rows.append({"shares": shares, "encryption": enc, **r})
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

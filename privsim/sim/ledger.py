@@ -74,20 +74,30 @@ class TrustKind(enum.StrEnum):
     NOBODY = "nobody"  # the noise is added where the data is: no one else must be honest
     EACH = "each"  # every named party must stay honest (a curator)
     ONE_OF = "one_of"  # at least one named party must stay honest (DCA's compute nodes)
+    FEWER_THAN = "fewer_than"  # fewer than `count` named parties may collude (Shamir t-of-M)
+    #: A server together with t holders of one client's shares (SecAgg): a protocol's
+    #: own Trust subclass decides; the kind names it in the event record.
+    SERVER_THRESHOLD = "server_threshold"
 
 
 @dataclass(frozen=True, slots=True)
 class Trust:
     """Who must stay honest for an event to hold; :meth:`broken_by` says whether a
-    coalition breaks it. Build with :meth:`nobody`, :meth:`each` or :meth:`one_of`."""
+    coalition breaks it. Build with :meth:`nobody`, :meth:`each`, :meth:`one_of` or
+    :meth:`fewer_than`."""
 
     kind: TrustKind
     parties: tuple[str, ...] = ()
     description: str = ""
+    count: int = 0
 
     def __post_init__(self) -> None:
         if self.kind is not TrustKind.NOBODY and not self.parties:
             raise ValueError(f"a '{self.kind}' trust assumption needs the parties it trusts")
+        if self.kind is TrustKind.FEWER_THAN and not 1 <= self.count <= len(self.parties):
+            raise ValueError(
+                f"a 'fewer_than' trust needs 1 <= count <= {len(self.parties)}, got {self.count}"
+            )
 
     @classmethod
     def nobody(cls, description: str = "nobody (noise added where the data is)") -> Trust:
@@ -106,9 +116,22 @@ class Trust:
             description or f"not all of {', '.join(members)} colluding",
         )
 
+    @classmethod
+    def fewer_than(cls, count: int, parties: Iterable[str], description: str = "") -> Trust:
+        """Holds while fewer than ``count`` of ``parties`` collude (a t-of-n threshold)."""
+        members = tuple(parties)
+        return cls(
+            TrustKind.FEWER_THAN,
+            members,
+            description or f"fewer than {count} of {', '.join(members)} colluding",
+            count,
+        )
+
     def broken_by(self, coalition: Collection[str]) -> bool:
         if self.kind is TrustKind.NOBODY:
             return False
+        if self.kind is TrustKind.FEWER_THAN:
+            return sum(1 for p in self.parties if p in coalition) >= self.count
         if self.kind is TrustKind.EACH:
             return any(p in coalition for p in self.parties)
         return all(p in coalition for p in self.parties)
@@ -126,6 +149,8 @@ class NoiseShares:
     ``gamma-laplace``: Laplace noise split into Gamma differences that need ``needed``
     shares to add up to the planned Laplace; with fewer honest shares the release is
     not credited with any guarantee.
+    ``threshold``: the planned event is bounded for a sum of ``needed`` honest shares
+    (the integer mechanisms: distributed discrete Gaussian, Skellam); the same rule.
     """
 
     contributors: tuple[str, ...]
@@ -135,8 +160,10 @@ class NoiseShares:
     needed: int = 0
 
     def __post_init__(self) -> None:
-        if self.kind not in ("gaussian", "gamma-laplace"):
-            raise ValueError(f"noise shares are 'gaussian' or 'gamma-laplace', got {self.kind!r}")
+        if self.kind not in ("gaussian", "gamma-laplace", "threshold"):
+            raise ValueError(
+                f"noise shares are 'gaussian', 'gamma-laplace' or 'threshold', got {self.kind!r}"
+            )
 
     def realise(self, planned: dp_accounting.DpEvent, honest: int) -> dp_accounting.DpEvent:
         if self.kind == "gaussian":

@@ -23,15 +23,25 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from privsim.kit import shamir
+from privsim.kit.securesum import threshold as shamir_dca
 from privsim.kit.securesum.behaviours import DcaPlan, agree
 from privsim.kit.securesum.inputs import ClientInputs
-from privsim.kit.securesum.messages import Share
+from privsim.kit.securesum.messages import SeedShare, Share
+from privsim.kit.securesum.seeded import SEED_WORDS
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.coalition import ViewedMessage
 from privsim.sim.messages import encode, wire_size
 from privsim.sim.world import World
 
-__all__ = ["NodeSums", "ShareRound", "client_population", "compute_node_batched"]
+__all__ = [
+    "NodeSums",
+    "ShareRound",
+    "client_population",
+    "compute_node_batched",
+    "share_kinds",
+    "share_sizes",
+]
 
 #: Target bytes of shares per chunk of clients (all M nodes' shares together).
 CHUNK_BYTES = 8 << 20
@@ -45,12 +55,36 @@ def _share_header(kind: type[Share], dimension: int) -> bytes:
     return full[: len(full) - 8 * dimension]
 
 
+def _seed_header(kind: type[SeedShare]) -> bytes:
+    """The encoding of a seed message up to its 32 bytes of seed."""
+    full = encode(kind(seed=bytes(8 * SEED_WORDS)))
+    return full[: len(full) - 8 * SEED_WORDS]
+
+
+def share_kinds(plan: DcaPlan) -> list[type[Share] | type[SeedShare]]:
+    """The message kind each node receives from a client: a share, or with
+    seed-compressed shares a seed for every node but the first."""
+    seeded = plan.share_mode == "seeded"
+    return [
+        plan.kinds.seed_share if seeded and k >= 1 else plan.kinds.share
+        for k in range(len(plan.nodes))
+    ]
+
+
+def share_sizes(plan: DcaPlan) -> list[int]:
+    """Bytes on the wire of each node's message from one client (before encryption)."""
+    share = wire_size(plan.kinds.share(values=np.zeros(plan.dimension, dtype=np.uint64)))
+    seed = wire_size(plan.kinds.seed_share(seed=bytes(8 * SEED_WORDS)))
+    return [seed if kind is plan.kinds.seed_share else share for kind in share_kinds(plan)]
+
+
 class ShareRound:
     """The share phase's payloads, computed once, streamed into the nodes' sums."""
 
     def __init__(self, world: World, plan: DcaPlan, inputs: ClientInputs) -> None:
         self.world, self.plan, self.inputs = world, plan, inputs
         self.header = _share_header(plan.kinds.share, plan.dimension)
+        self.seed_header = _seed_header(plan.kinds.seed_share)
         self._agreed: bytes | None = None
         self._sums: npt.NDArray[np.uint64] | None = None
 
@@ -73,29 +107,57 @@ class ShareRound:
         chunks = [clients[lo : lo + step] for lo in range(0, clients.size, step)]
         if len(chunks) <= 1 or THREADS <= 1:
             for chunk in chunks:
-                sums += self._chunk_sums(chunk)
+                sums = self._add(sums, self._chunk_sums(chunk))
             return sums
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
             for partial in pool.map(self._chunk_sums, chunks):
-                sums += partial
+                sums = self._add(sums, partial)
         return sums
+
+    def _add(self, a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """Partial sums added in Z_{2^64}, or in F_p with Shamir shares."""
+        if self.plan.share_mode == "shamir":
+            return shamir.add(a, b)
+        a += b
+        return a
 
     def _chunk_sums(self, clients: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
         chunk = self.inputs.messages(clients)
         if self.world.bus.encrypt:
-            self._through_channels(chunk.clients, chunk.shares)
+            if chunk.seeds is not None:
+                self._seeds_through_channels(chunk.clients, chunk.seeds)
+                # Node k >= 1 adds the expansion of the seed it opened (the same bytes:
+                # AES-GCM authenticated them), so re-expanding would change nothing.
+                self._through_channels(chunk.clients, chunk.shares, nodes=1)
+            else:
+                self._through_channels(chunk.clients, chunk.shares)
+        if self.plan.share_mode == "shamir":
+            return np.stack(
+                [
+                    shamir_dca.node_total(chunk.shares[:, k], self.plan.dimension)
+                    for k in range(chunk.shares.shape[1])
+                ]
+            )
         return np.asarray(chunk.shares.sum(axis=0, dtype=np.uint64))
 
     def _through_channels(
-        self, clients: npt.NDArray[np.int64], shares: npt.NDArray[np.uint64]
+        self, clients: npt.NDArray[np.int64], shares: npt.NDArray[np.uint64], nodes: int = 0
     ) -> None:
         """Seal each share under its client->node key and open it as the node does; the
-        node adds what it decrypted, so the opened values replace the shares."""
+        node adds what it decrypted, so the opened values replace the shares. ``nodes``
+        limits this to the first ``nodes`` nodes (0: all)."""
         names = [self.plan.clients[i] for i in clients.tolist()]
-        for k, node in enumerate(self.plan.nodes):
-            column = np.ascontiguousarray(shares[:, k])
-            self.world.channels.seal_and_open_rows(names, node, self.header, column)
-            shares[:, k] = column
+        for k, node in enumerate(self.plan.nodes[: nodes or None]):
+            # Each row shares[i, k] is contiguous: seal from and open into it in place.
+            self.world.channels.seal_and_open_rows(names, node, self.header, shares[:, k])
+
+    def _seeds_through_channels(
+        self, clients: npt.NDArray[np.int64], seeds: npt.NDArray[np.uint64]
+    ) -> None:
+        """Seal each seed s_{i,k} to node k ≥ 1 and open it as the node does."""
+        names = [self.plan.clients[i] for i in clients.tolist()]
+        for k, node in enumerate(self.plan.nodes[1:]):
+            self.world.channels.seal_and_open_rows(names, node, self.seed_header, seeds[:, k])
 
 
 class NodeSums(Protocol):
@@ -110,7 +172,8 @@ def client_population(
     """Every running client (or only ``senders``, role indices) sends share k to node k,
     in node order, as one batch per node."""
     running = np.asarray(world.running("client") if senders is None else senders, dtype=np.int64)
-    size = wire_size(plan.kinds.share(values=np.zeros(plan.dimension, dtype=np.uint64)))
+    sizes = share_sizes(plan)
+    kinds = share_kinds(plan)
     members = [world.agents[p] for p in world.coalition]
     sending = set(running.tolist())
     colluding = sorted(
@@ -123,16 +186,19 @@ def client_population(
             agent.remember(plan.kinds.state_key("input"), mine.z[row])
             agent.remember(plan.kinds.state_key("noise"), mine.eta[row])
             for k, node in enumerate(plan.nodes):
+                seeded = mine.seeds is not None and k >= 1
                 world.viewed.append(
                     ViewedMessage(
                         src=agent.id,
                         dst=node,
                         send_time=world.env.now,
-                        message=plan.kinds.share(values=mine.shares[row, k]),
+                        message=plan.kinds.seed_share(seed=mine.seeds[row, k - 1].tobytes())
+                        if seeded and mine.seeds is not None
+                        else plan.kinds.share(values=mine.shares[row, k]),
                     )
                 )
-    for node in plan.nodes:
-        world.bus.send_batch("client", running, node, plan.kinds.share, size)
+    for node, kind, size in zip(plan.nodes, kinds, sizes, strict=True):
+        world.bus.send_batch("client", running, node, kind, size)
     # A client process would end here. That matters only for a client that crashes
     # later (it finished first): mark those; the others never have a behaviour to end.
     for party in world.faults.crash_times:
@@ -147,7 +213,8 @@ def compute_node_batched(agent: Agent, plan: DcaPlan, shares: NodeSums) -> Behav
     its shares as one batch."""
     n = len(plan.clients)
     share_deadline = agent.now + plan.share_timeout
-    arrived = yield from agent.receive_batch(plan.kinds.share, count=n, deadline=share_deadline)
+    kind = share_kinds(plan)[plan.nodes.index(agent.id)]
+    arrived = yield from agent.receive_batch(kind, count=n, deadline=share_deadline)
     mine = np.zeros(n, dtype=bool)
     mine[arrived.senders] = True
     agreed = yield from agree(agent, plan, mine, share_deadline)

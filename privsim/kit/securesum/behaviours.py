@@ -10,10 +10,20 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
+from privsim.kit.intnoise.dca import IntegerSetup
+from privsim.kit.securesum import threshold as shamir_dca
 from privsim.kit.securesum.inputs import ShareSource
-from privsim.kit.securesum.maths import decode_fixed
-from privsim.kit.securesum.messages import DCA_KINDS, DcaKinds, NodeAbort, NodeSum
+from privsim.kit.securesum.maths import decode_sum
+from privsim.kit.securesum.messages import (
+    DCA_KINDS,
+    DcaKinds,
+    NodeAbort,
+    NodeSum,
+    SeedShare,
+    Share,
+)
 from privsim.kit.securesum.outcome import AbortReason, SumOutcome
+from privsim.kit.securesum.seeded import expand
 from privsim.sim.agent import Agent, Behaviour
 
 __all__ = ["DcaPlan", "aggregator", "agree", "client", "compute_node"]
@@ -26,6 +36,8 @@ class DcaPlan:
     ``tolerated`` is T, the number of dropped-or-colluding clients the noise is scaled
     for (Theorem 1): larger T costs accuracy (each client adds more noise) and buys
     robustness. The timeouts trade latency against the number of stragglers cut off.
+    ``modulus_bits`` is b of the sum mod 2^b (64: fixed point in Z_{2^64}); ``integer``
+    the integer-noise mechanism, when the clients add integer noise.
     """
 
     clients: tuple[str, ...]
@@ -40,6 +52,15 @@ class DcaPlan:
     sum_timeout: float
     release_beyond_tolerance: bool = False
     kinds: DcaKinds = DCA_KINDS
+    modulus_bits: int = 64
+    integer: IntegerSetup | None = None
+    share_mode: str = "full"
+    threshold: int = 0
+
+    @property
+    def quorum(self) -> int:
+        """Compute nodes that must answer: all M, or t with Shamir shares."""
+        return self.threshold if self.share_mode == "shamir" else len(self.nodes)
 
 
 def client(agent: Agent, inputs: ShareSource, plan: DcaPlan) -> Behaviour:
@@ -47,8 +68,12 @@ def client(agent: Agent, inputs: ShareSource, plan: DcaPlan) -> Behaviour:
     mine = inputs.messages([agent.role_index])
     agent.remember(plan.kinds.state_key("input"), mine.z[0])
     agent.remember(plan.kinds.state_key("noise"), mine.eta[0])
-    for node, share in zip(plan.nodes, mine.shares[0], strict=True):
-        agent.send(node, plan.kinds.share(values=share))
+    seeds = mine.seeds
+    for k, (node, share) in enumerate(zip(plan.nodes, mine.shares[0], strict=True)):
+        if seeds is not None and k >= 1:  # seed-compressed: node k expands G(s_{i,k})
+            agent.send(node, plan.kinds.seed_share(seed=seeds[0, k - 1].tobytes()))
+        else:
+            agent.send(node, plan.kinds.share(values=share))
     yield from ()
 
 
@@ -60,21 +85,32 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
     received: dict[int, npt.NDArray[np.uint64]] = {}
     share_deadline = agent.now + plan.share_timeout
     while len(received) < n:
-        delivery = yield from agent.receive(plan.kinds.share, deadline=share_deadline)
+        delivery = yield from agent.receive(
+            plan.kinds.share, plan.kinds.seed_share, deadline=share_deadline
+        )
         if delivery is None:
             break
         i = client_index.get(delivery.src)
         if i is not None and i not in received:
-            received[i] = delivery.message.values
+            msg = delivery.message
+            if isinstance(msg, SeedShare):
+                received[i] = expand(msg.seed, plan.dimension)
+            else:
+                assert isinstance(msg, Share)
+                received[i] = msg.values
 
     mine = np.zeros(n, dtype=bool)
     mine[list(received)] = True
     agreed = yield from agree(agent, plan, mine, share_deadline)
     if agreed is None:
         return
-    total = np.zeros(plan.dimension, dtype=np.uint64)
-    for index in np.flatnonzero(agreed).tolist():
-        total += received[index]
+    if plan.share_mode == "shamir":
+        rows = [received[i] for i in np.flatnonzero(agreed).tolist()]
+        total = shamir_dca.node_total(rows, plan.dimension)
+    else:
+        total = np.zeros(plan.dimension, dtype=np.uint64)
+        for index in np.flatnonzero(agreed).tolist():
+            total += received[index]
     agent.send(plan.aggregator, plan.kinds.node_sum(values=total, included=np.packbits(agreed)))
 
 
@@ -83,7 +119,8 @@ def agree(
 ) -> Generator[simpy.Event, Any, npt.NDArray[np.bool_] | None]:
     """§3.1.3: tell every other node which clients' shares arrived here, intersect with
     theirs, and check the threshold. Returns the agreed set, or None after sending the
-    aggregator a :class:`NodeAbort`."""
+    aggregator a :class:`NodeAbort`. With Shamir shares, the sets of the t − 1 or more
+    peers heard by the deadline are enough (lost nodes are left out)."""
     n = len(plan.clients)
     peers = [p for p in plan.nodes if p != agent.id]
     for peer in peers:
@@ -100,7 +137,7 @@ def agree(
         if reply.src in peers and reply.src not in heard:
             heard.add(reply.src)
             agreed &= np.unpackbits(reply.message.clients, count=n).astype(bool)
-    if len(heard) < len(peers):
+    if len(heard) + 1 < plan.quorum:  # with Shamir shares, t nodes are enough
         missing = sorted(set(peers) - heard)
         agent.send(
             plan.aggregator,
@@ -123,9 +160,13 @@ def agree(
 
 
 def aggregator(agent: Agent, plan: DcaPlan) -> Behaviour:
-    """Final step: Σ_k q_k = Σ_{i ∈ agreed} (z_i + η_i), decoded from fixed point."""
+    """Final step: Σ_k q_k = Σ_{i ∈ agreed} (z_i + η_i), decoded from fixed point (or
+    from the sum mod 2^b of rounded inputs and integer noise)."""
     n = len(plan.clients)
     deadline = agent.now + plan.share_timeout + plan.agreement_timeout + plan.sum_timeout
+    if plan.share_mode == "shamir":
+        outcome = yield from threshold_aggregator(agent, plan, deadline)
+        return outcome
     sums: dict[str, NodeSum] = {}
     while len(sums) < len(plan.nodes):
         delivery = yield from agent.receive(
@@ -147,4 +188,50 @@ def aggregator(agent: Agent, plan: DcaPlan) -> Behaviour:
     total = np.zeros(plan.dimension, dtype=np.uint64)
     for s in sums.values():
         total += s.values
-    return SumOutcome(released=decode_fixed(total, plan.fraction_bits), included=masks[0])
+    released = decode_sum(total, plan.fraction_bits, plan.modulus_bits)
+    return SumOutcome(released=released, included=masks[0])
+
+
+def threshold_aggregator(
+    agent: Agent, plan: DcaPlan, deadline: float
+) -> Generator[simpy.Event, Any, SumOutcome]:
+    """The output party with Shamir shares: wait for every node's answer (or the
+    deadline), take the largest group of nodes that summed the same agreed set, and
+    interpolate Σ_{i ∈ A} x_i from t of their sums; fewer than t in any group aborts."""
+    n = len(plan.clients)
+    sums: dict[str, NodeSum] = {}
+    aborts: dict[str, NodeAbort] = {}
+    while len(sums) + len(aborts) < len(plan.nodes):
+        delivery = yield from agent.receive(
+            plan.kinds.node_sum, plan.kinds.node_abort, deadline=deadline
+        )
+        if delivery is None:
+            break
+        src, msg = delivery.src, delivery.message
+        if src not in plan.nodes or src in sums or src in aborts:
+            continue
+        if isinstance(msg, NodeAbort):
+            aborts[src] = msg
+        else:
+            assert isinstance(msg, NodeSum)
+            sums[src] = msg
+    groups: dict[bytes, list[str]] = {}
+    for node, s in sums.items():
+        groups.setdefault(s.included.tobytes(), []).append(node)
+    best = max(groups.values(), key=len, default=[])
+    if len(best) < plan.threshold:
+        dropouts = [a for a in aborts.values() if a.reason == AbortReason.TOO_MANY_DROPOUTS]
+        if dropouts:
+            return SumOutcome.aborted(AbortReason.TOO_MANY_DROPOUTS, dropouts[0].detail)
+        missing = sorted(set(plan.nodes) - set(sums))
+        return SumOutcome.aborted(
+            AbortReason.TOO_FEW_NODES,
+            f"{len(best)} of {len(plan.nodes)} compute nodes sent a sum over one agreed set, "
+            f"fewer than the Shamir threshold t = {plan.threshold} (lost or aborted: {missing})",
+        )
+    by_index = {plan.nodes.index(node): sums[node].values for node in best}
+    total = shamir_dca.reconstruct_sum(by_index, plan.threshold)
+    included = np.unpackbits(sums[best[0]].included, count=n).astype(bool)
+    return SumOutcome(
+        released=shamir_dca.decode_residues(total, plan.fraction_bits), included=included
+    )

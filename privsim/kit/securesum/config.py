@@ -6,9 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from privsim.kit.intnoise.noise import DEFAULT_BETA
 from privsim.scenarios.errors import FieldError, require_positive
 
-__all__ = ["DcaConfig"]
+__all__ = ["DEFAULT_WRAP_PROBABILITY", "DcaConfig"]
+
+#: Default bound on the probability that any coordinate of an integer sum wraps around.
+DEFAULT_WRAP_PROBABILITY = 1e-9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -17,7 +21,17 @@ class DcaConfig:
     noise is scaled for); timeouts in simulated seconds; ``on_excess_dropout`` says
     what to do when more than T clients are missing. ``delivery`` chooses how client
     shares travel: ``per_message`` (one event per share), ``batched`` (one event per
-    node, identical results, for large N) or ``auto`` (batched from 100 clients)."""
+    node, identical results, for large N) or ``auto`` (batched from 100 clients).
+
+    ``noise`` chooses the noise clients add: ``gaussian`` (continuous, in fixed point
+    mod 2^64) or integer noise in arithmetic mod 2^b, ``discrete_gaussian`` (Kairouz,
+    Liu & Steinke 2021) or ``skellam`` (Agarwal, Kairouz & Liu 2021), on inputs scaled
+    by 2^fraction_bits and randomly rounded (``rounding_beta``: the β of conditional
+    rounding, default e^{−1/2}). ``modulus_bits`` unset takes the planner's b (the
+    smallest for which any coordinate wraps with probability below
+    ``wrap_probability``, default 1e−9); a larger b is allowed, a smaller one refused.
+    Unset, these fields stay out of the scenario's plain form, so scenarios without
+    integer noise read and write as before."""
 
     tolerated: int = 0
     fraction_bits: int = 32
@@ -26,6 +40,12 @@ class DcaConfig:
     sum_timeout: float = 0.5
     on_excess_dropout: Literal["abort", "release"] = "abort"
     delivery: Literal["auto", "per_message", "batched"] = "auto"
+    noise: Literal["gaussian", "discrete_gaussian", "skellam"] | None = None
+    modulus_bits: int | None = None
+    wrap_probability: float | None = None
+    rounding_beta: float | None = None
+    shares: Literal["full", "seeded", "shamir"] | None = None
+    threshold: int | None = None
 
     def __post_init__(self) -> None:
         if self.tolerated < 0:
@@ -38,3 +58,92 @@ class DcaConfig:
             )
         for name in ("share_timeout", "agreement_timeout", "sum_timeout"):
             require_positive(f"dca.{name}", getattr(self, name), " seconds")
+        self._check_integer_noise()
+        self._check_shares()
+
+    @property
+    def noise_kind(self) -> str:
+        """``noise`` resolved: ``gaussian`` when unset."""
+        return self.noise or "gaussian"
+
+    @property
+    def wrap_bound(self) -> float:
+        """``wrap_probability`` resolved (default 1e−9)."""
+        return DEFAULT_WRAP_PROBABILITY if self.wrap_probability is None else self.wrap_probability
+
+    @property
+    def beta(self) -> float:
+        """``rounding_beta`` resolved (default e^{−1/2}, as in the papers)."""
+        return DEFAULT_BETA if self.rounding_beta is None else self.rounding_beta
+
+    def _check_integer_noise(self) -> None:
+        if self.noise not in (None, "gaussian", "discrete_gaussian", "skellam"):
+            raise FieldError(
+                "dca.noise",
+                f"unknown noise {self.noise!r}",
+                "use 'gaussian', 'discrete_gaussian' or 'skellam'",
+            )
+        if self.modulus_bits is not None and not 2 <= self.modulus_bits <= 64:
+            raise FieldError(
+                "dca.modulus_bits",
+                f"must be in [2, 64], got {self.modulus_bits}",
+                "leave it out for the planner's choice",
+            )
+        if self.noise_kind == "gaussian" and self.modulus_bits not in (None, 64):
+            raise FieldError(
+                "dca.modulus_bits",
+                f"{self.modulus_bits} bits with continuous Gaussian noise, which is summed in "
+                "fixed point mod 2^64",
+                "set dca.noise = 'discrete_gaussian' or 'skellam', or drop modulus_bits",
+            )
+        if not 0 < self.wrap_bound < 1:
+            raise FieldError(
+                "dca.wrap_probability",
+                f"must be in (0, 1), got {self.wrap_probability}",
+                "use e.g. wrap_probability = 1e-9",
+            )
+        if not 0 <= self.beta < 1:
+            raise FieldError(
+                "dca.rounding_beta",
+                f"must be in [0, 1), got {self.rounding_beta}",
+                "use e.g. exp(-0.5) = 0.6065 (the papers' choice) or 0 for plain rounding",
+            )
+
+    @property
+    def share_mode(self) -> str:
+        """``shares`` resolved: ``full`` when unset (left out of the plain form, so
+        existing scenarios and results read and write as before)."""
+        return self.shares or "full"
+
+    def _check_shares(self) -> None:
+        """``shares``: ``full`` (M additive shares of d words each, Algorithm 1),
+        ``seeded`` (M − 1 shares as 32-byte PRG seeds, one explicit correction vector:
+        same sum, about d·8 + 32(M − 1) bytes per client) or ``shamir`` (Shamir
+        ``threshold``-of-M shares mod 2^61 − 1: the sum survives the loss of M − t compute
+        nodes, and t colluding nodes see every input)."""
+        if self.shares not in (None, "full", "seeded", "shamir"):
+            raise FieldError(
+                "dca.shares",
+                f"unknown share mode {self.shares!r}",
+                "use 'full', 'seeded' or 'shamir'",
+            )
+        if self.share_mode == "shamir":
+            if self.threshold is None or self.threshold < 2:
+                raise FieldError(
+                    "dca.threshold",
+                    f"Shamir shares need a threshold t >= 2, got {self.threshold}",
+                    "set dca.threshold to the number of compute nodes that must answer, 2 <= t <= M",
+                )
+        elif self.threshold not in (None, 0):  # 0: unset (a study's cases set every field)
+            raise FieldError(
+                "dca.threshold",
+                f"a threshold ({self.threshold}) only applies to dca.shares = 'shamir'",
+                "set dca.shares = 'shamir' or drop dca.threshold",
+            )
+        if self.share_mode == "shamir" and self.noise_kind != "gaussian":
+            raise FieldError(
+                "dca.shares",
+                f"'{self.shares}' shares with {self.noise_kind} noise (integer noise is "
+                "summed mod 2^b with additive shares, not in Shamir's prime field)",
+                "use dca.shares = 'full' or 'seeded' with integer noise",
+            )

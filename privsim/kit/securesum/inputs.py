@@ -14,7 +14,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from privsim.kit import shamir
 from privsim.kit.securesum.maths import complete_shares, encode_fixed
+from privsim.kit.securesum.seeded import SEED_WORDS, seeded_shares
 from privsim.sim.keystream import KeyStream
 
 __all__ = ["ClientData", "ClientInputs", "ClientMessages", "ShareSource"]
@@ -36,12 +38,14 @@ class ClientData(Protocol):
 @dataclass(frozen=True, slots=True)
 class ClientMessages:
     """For a chunk of clients: data ``z`` (n, d), noise ``eta`` (n, d), and ``shares``
-    (n, M, d): ``shares[i, k]`` is the message of client ``clients[i]`` to node k."""
+    (n, M, d): ``shares[i, k]`` is what client ``clients[i]`` gives node k to add (with
+    seed-compressed shares, the expansion of the seed ``seeds[i, k − 1]`` for k ≥ 1)."""
 
     clients: npt.NDArray[np.int64]
     z: F64
     eta: F64
     shares: npt.NDArray[np.uint64]
+    seeds: npt.NDArray[np.uint64] | None = None
 
 
 class ShareSource(Protocol):
@@ -53,7 +57,11 @@ class ShareSource(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientInputs:
-    """How every client computes its DCA messages (Algorithm 1, steps 1–2)."""
+    """How every client computes its DCA messages (Algorithm 1, steps 1–2).
+
+    ``share_mode``: ``full`` additive shares, ``seeded`` (M − 1 shares as seeds, see
+    :mod:`~privsim.kit.securesum.seeded`) or ``shamir`` (``threshold``-of-M Shamir shares
+    of the input as a residue mod p = 2^61 − 1, see :mod:`privsim.kit.shamir`)."""
 
     data: ClientData
     noise: KeyStream
@@ -61,6 +69,8 @@ class ClientInputs:
     noise_std: float
     fraction_bits: int
     n_nodes: int
+    share_mode: str = "full"
+    threshold: int = 0
 
     def messages(self, clients: npt.ArrayLike) -> ClientMessages:
         """η_i ~ N(0, σ²_client I), x_i = encode(z_i + η_i), and the M additive shares."""
@@ -70,8 +80,30 @@ class ClientInputs:
         eta = self.noise.normal(idx, d)
         eta *= self.noise_std
         x = encode_fixed(z + eta, self.fraction_bits)
-        m = self.n_nodes
+        shares, seeds = self.split(idx, x)
+        return ClientMessages(clients=idx, z=z, eta=eta, shares=shares, seeds=seeds)
+
+    def split(
+        self, idx: npt.NDArray[np.int64], x: npt.NDArray[np.uint64]
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64] | None]:
+        """The M shares of each encoded input (rows of ``x``, clients ``idx``), from the
+        clients' share randomness; with seeded shares also the seeds (n, M − 1, 4)."""
+        m, d = self.n_nodes, x.shape[1]
         shares = np.empty((idx.size, m, d), dtype=np.uint64)
+        if self.share_mode == "seeded":
+            seeds = self.randomness.words(idx, 0, SEED_WORDS * (m - 1))
+            seeds = seeds.reshape(idx.size, m - 1, SEED_WORDS)
+            seeded_shares(x, seeds, shares)
+            return shares, seeds
+        if self.share_mode == "shamir":
+            # f_i(X) = x_i + Σ_{j=1}^{t−1} a_{i,j} X^j with a_{i,j} from the client's stream;
+            # node k holds f_i(k + 1).
+            t = self.threshold
+            words = self.randomness.words(idx, 0, (t - 1) * d).reshape(idx.size, t - 1, d)
+            coeffs = shamir.residues_from_words(words).transpose(1, 0, 2)
+            secret = shamir.encode_signed(x.view(np.int64))
+            shares[:] = shamir.evaluate(secret, coeffs, m).transpose(1, 0, 2)
+            return shares, None
         self.randomness.words_into(idx, 0, shares.reshape(idx.size, m * d)[:, : (m - 1) * d])
         complete_shares(x, shares)
-        return ClientMessages(clients=idx, z=z, eta=eta, shares=shares)
+        return shares, None

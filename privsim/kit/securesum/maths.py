@@ -10,11 +10,14 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from privsim.kit.intnoise.modulus import from_modular
+
 __all__ = [
     "FixedPointRangeError",
     "client_noise_std",
     "complete_shares",
     "decode_fixed",
+    "decode_sum",
     "encode_fixed",
     "fixed_point_bound",
     "reconstruct",
@@ -60,6 +63,15 @@ def decode_fixed(u: npt.ArrayLike, fraction_bits: int) -> F64:
     """Inverse of :func:`encode_fixed` for a (possibly summed) element of Z_{2^64}."""
     arr = np.asarray(u, dtype=np.uint64)
     return arr.view(np.int64).astype(np.float64) / float(2**fraction_bits)
+
+
+def decode_sum(u: npt.ArrayLike, fraction_bits: int, modulus_bits: int = 64) -> F64:
+    """A summed element of Z_{2^64} read as a sum mod 2^b: reduced mod 2^b, taken in the
+    centred range [−2^(b−1), 2^(b−1)) and divided by 2^f. With b = 64 this is
+    :func:`decode_fixed` (sums in Z_{2^64} reduce mod any 2^b, as 2^b divides 2^64)."""
+    if modulus_bits == 64:
+        return decode_fixed(u, fraction_bits)
+    return from_modular(u, modulus_bits).astype(np.float64) / float(2**fraction_bits)
 
 
 def split_additive(x: U64, n_shares: int, rng: np.random.Generator) -> U64:

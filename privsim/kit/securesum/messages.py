@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from privsim.sim.messages import Message, message
 
-__all__ = ["DCA_KINDS", "DcaKinds", "NodeAbort", "NodeSum", "ReceivedSet", "Share"]
+__all__ = ["DCA_KINDS", "DcaKinds", "NodeAbort", "NodeSum", "ReceivedSet", "SeedShare", "Share"]
 
 
 @message
@@ -18,6 +18,15 @@ class Share(Message):
     """Client i -> compute node k: one additive share m_{i,k} in Z_{2^64}^d (step 2)."""
 
     values: npt.NDArray[np.uint64]
+
+
+@message
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeedShare(Message):
+    """Client i -> compute node k ≥ 1 with seed-compressed shares: the 32-byte seed s_{i,k}
+    from which the node expands its share m_{i,k} = G(s_{i,k}) ∈ Z_{2^64}^d."""
+
+    seed: bytes
 
 
 @message
@@ -62,6 +71,7 @@ class DcaKinds:
     received_set: type[ReceivedSet] = ReceivedSet
     node_sum: type[NodeSum] = NodeSum
     node_abort: type[NodeAbort] = NodeAbort
+    seed_share: type[SeedShare] = SeedShare
 
 
 #: The single-round message set.

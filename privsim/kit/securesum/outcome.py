@@ -17,6 +17,7 @@ class AbortReason(enum.StrEnum):
     SUMS_MISSING = "sums_missing"
     NODES_DISAGREE = "nodes_disagree"
     NO_CONTRIBUTIONS = "no_contributions"
+    TOO_FEW_NODES = "too_few_nodes"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

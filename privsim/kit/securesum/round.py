@@ -10,11 +10,17 @@ from the clients, of which only the honest included ones protect anyone.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import dp_accounting
 import numpy as np
 
+from privsim.kit.intnoise.accounting import account, calibrate
+from privsim.kit.intnoise.dca import IntegerClientInputs, IntegerSetup
+from privsim.kit.intnoise.modulus import ModulusTooSmallError, plan_modulus
+from privsim.kit.intnoise.noise import IntegerNoise, NoiseKind
+from privsim.kit.intnoise.rounding import integer_sensitivity
 from privsim.kit.securesum import behaviours as dca
 from privsim.kit.securesum.batched import (
     CHUNK_BYTES,
@@ -39,10 +45,13 @@ __all__ = [
     "OUTPUT_PARTY",
     "channel_pairs",
     "charge",
+    "charge_integer",
     "check_fixed_point",
     "check_secure_sum",
+    "integer_setup",
     "launch",
     "node_names",
+    "node_threshold",
     "outcome_of",
     "plan",
     "secure_sum_bytes",
@@ -79,6 +88,19 @@ def check_secure_sum(scenario: Scenario, clients: int) -> None:
             "DCA needs at least 2 compute nodes (one node would see every input)",
             "set compute_nodes = 2 or more",
         )
+    threshold, m = _config(scenario).threshold, scenario.population.compute_nodes
+    if threshold is not None and threshold > m:
+        raise FieldError(
+            "dca.threshold",
+            f"t = {threshold} exceeds the M = {m} compute nodes",
+            f"set 2 <= dca.threshold <= {m}",
+        )
+
+
+def node_threshold(scenario: Scenario) -> int | None:
+    """Compute nodes that must collude to see an input: t with Shamir shares (None: all)."""
+    cfg = _config(scenario)
+    return cfg.threshold if cfg.share_mode == "shamir" else None
 
 
 def plan(
@@ -88,9 +110,21 @@ def plan(
     dimension: int,
     noise_std: float,
     kinds: DcaKinds = DCA_KINDS,
+    *,
+    integer: IntegerSetup | None = None,
 ) -> dca.DcaPlan:
-    """The public DCA parameters of ``scenario`` for one secure sum of ``dimension``."""
+    """The public DCA parameters of ``scenario`` for one secure sum of ``dimension``
+    (with ``integer``: the sum mod 2^b of integer-noised inputs, see :func:`integer_setup`).
+    A protocol that does not pass ``integer`` sums with continuous Gaussian noise only:
+    ``dca.noise`` set to an integer kind is then refused rather than ignored."""
     cfg = _config(scenario)
+    if integer is None and cfg.noise_kind != "gaussian":
+        raise FieldError(
+            "dca.noise",
+            f"{cfg.noise!r}: protocol {scenario.protocol!r} sums through DCA with continuous "
+            "Gaussian noise only",
+            "drop dca.noise for this protocol (integer noise is available to protocol 'dca')",
+        )
     return dca.DcaPlan(
         clients=clients,
         nodes=nodes,
@@ -103,20 +137,86 @@ def plan(
         agreement_timeout=cfg.agreement_timeout,
         sum_timeout=cfg.sum_timeout,
         release_beyond_tolerance=cfg.on_excess_dropout == "release",
+        share_mode=cfg.share_mode,
+        threshold=cfg.threshold or 0,
         kinds=kinds,
+        modulus_bits=64 if integer is None else integer.bits,
+        integer=integer,
+    )
+
+
+def integer_setup(
+    scenario: Scenario, clients: int, dimension: int, clip_norm: float, *, replace_one: bool
+) -> IntegerSetup | None:
+    """The integer mechanism of a secure sum when ``dca.noise`` asks for one (else None):
+    inputs clipped to ``clip_norm``, scaled by s = 2^fraction_bits and conditionally
+    rounded; noise calibrated (bisection on the papers' bounds) to the scenario's (ε, δ)
+    for N − T − 1 honest shares; the modulus planned for N clients, or ``dca.modulus_bits``
+    if at least the plan's (else a :class:`FieldError` naming it)."""
+    cfg = _config(scenario)
+    if cfg.noise is None or cfg.noise == "gaussian":
+        return None
+    kind: NoiseKind = cfg.noise
+    honest = clients - cfg.tolerated - 1
+    if honest < 1:
+        check_secure_sum(scenario, clients)
+    mechanism = IntegerNoise(kind=kind, scale=float(2**cfg.fraction_bits), beta=cfg.beta)
+    sensitivity = integer_sensitivity(
+        clip_norm, mechanism.scale, dimension, mechanism.beta, replace_one=replace_one
+    )
+    privacy = scenario.privacy
+    parameter = calibrate(
+        kind,
+        privacy.epsilon,
+        delta=privacy.delta,
+        honest_clients=honest,
+        sensitivity=sensitivity,
+        dimension=dimension,
+    )
+    accounted = account(
+        kind,
+        parameter,
+        honest_clients=honest,
+        sensitivity=sensitivity,
+        dimension=dimension,
+        delta=privacy.delta,
+    )
+    try:
+        modulus = plan_modulus(
+            clients, dimension, clip_norm, mechanism.scale, parameter, kind, cfg.wrap_bound
+        )
+        bits = modulus.bits if cfg.modulus_bits is None else cfg.modulus_bits
+        modulus.check(bits)
+    except ModulusTooSmallError as exc:
+        raise FieldError(
+            "dca.modulus_bits",
+            str(exc),
+            "leave dca.modulus_bits out (the planner's choice) or raise it; lower "
+            "dca.fraction_bits (coarser rounding) or raise dca.wrap_probability",
+        ) from exc
+    return IntegerSetup(
+        mechanism=mechanism,
+        parameter=parameter,
+        account=accounted,
+        modulus=modulus,
+        bits=bits,
+        clip=clip_norm,
     )
 
 
 def check_fixed_point(scenario: Scenario, n: int, peak_value: float, noise_std: float) -> None:
     """The decoded sum must stay inside the signed fixed-point range (with a 10σ margin):
-    ``n`` clients, each entry at most ``peak_value`` plus noise of ``noise_std``."""
-    bits = _config(scenario).fraction_bits
+    ``n`` clients, each entry at most ``peak_value`` plus noise of ``noise_std``. With
+    Shamir shares the sum lives in F_p, p = 2^61 − 1: the range is ±2^(60−f)."""
+    cfg = _config(scenario)
+    bits = cfg.fraction_bits
     peak = n * (peak_value + 10.0 * noise_std)
-    if not peak < fixed_point_bound(bits):
+    bound = fixed_point_bound(bits) / (8.0 if cfg.share_mode == "shamir" else 1.0)
+    if not peak < bound:
         raise FieldError(
             "dca.fraction_bits",
             f"{bits}: a sum of {n} clients can reach {peak:.3g}, beyond the fixed-point "
-            f"range ±{fixed_point_bound(bits):.3g}",
+            f"range ±{bound:.3g}",
             "lower dca.fraction_bits, or raise privacy.epsilon (less noise)",
         )
 
@@ -186,6 +286,28 @@ def launch(
     ``batched`` sends the client shares in one event per node (identical results, no
     per-share coalition view)."""
     agents = world.add_parties("client", plan.clients)
+    if plan.integer is not None and type(inputs) is ClientInputs:
+        inputs = IntegerClientInputs(
+            data=inputs.data,
+            noise=inputs.noise,
+            randomness=inputs.randomness,
+            noise_std=plan.integer.client_std,
+            fraction_bits=inputs.fraction_bits,
+            n_nodes=inputs.n_nodes,
+            setup=plan.integer,
+        )
+    if plan.share_mode != "full":
+        if not isinstance(inputs, ClientInputs):
+            raise FieldError(
+                "dca.shares",
+                f"'{plan.share_mode}' shares are made by DCA's own client inputs; this "
+                "protocol brings its own shares",
+                "leave dca.shares out (full shares) for this protocol",
+            )
+        if (inputs.share_mode, inputs.threshold) != (plan.share_mode, plan.threshold):
+            inputs = dataclasses.replace(
+                inputs, share_mode=plan.share_mode, threshold=plan.threshold
+            )
     if batched:
         if not isinstance(inputs, ClientInputs):
             raise TypeError("batched delivery needs ClientInputs (chunked share generation)")
@@ -222,20 +344,54 @@ def charge(
     share_multiplier: float = 0.0,
     noise: str = "gaussian",
     needed: int = 0,
+    threshold: int | None = None,
 ) -> None:
     """Charge a secure-sum release: ``event`` holds while not every compute node
-    colludes, with noise in shares from ``clients`` (Gaussian shares of multiplier
-    ``share_multiplier`` = σ_i/Δ, or Gamma-split Laplace needing ``needed`` shares)."""
+    colludes (with Shamir shares: while fewer than ``threshold`` do), with noise in
+    shares from ``clients`` (Gaussian shares of multiplier ``share_multiplier`` = σ_i/Δ,
+    or Gamma-split Laplace needing ``needed`` shares)."""
+    trust = (
+        Trust.one_of(nodes, description="not all compute nodes colluding")
+        if threshold is None
+        else Trust.fewer_than(
+            threshold, nodes, description=f"fewer than t = {threshold} compute nodes colluding"
+        )
+    )
     ledger.charge(
         label,
         event,
-        trust=Trust.one_of(nodes, description="not all compute nodes colluding"),
+        trust=trust,
         noise=NoiseShares(
             contributors=tuple(clients),
             kind=noise,
             share_multiplier=share_multiplier,
             needed=needed,
         ),
+    )
+
+
+def charge_integer(
+    ledger: PrivacyLedger,
+    label: str,
+    setup: IntegerSetup,
+    *,
+    clients: Sequence[str],
+    nodes: Sequence[str],
+) -> None:
+    """Charge a secure sum with integer noise: the accountant's (ε, δ) as its equivalent
+    Gaussian event (:func:`~privsim.kit.intnoise.accounting.equivalent_gaussian`),
+    holding while not every compute node colludes and while at least N − T honest
+    included clients (the target's own share uncredited, so N − T − 1 credited) added
+    their shares; with fewer, the bound is not credited (conservative: the papers bound
+    the sum for a given number of shares, and more honest shares only add noise)."""
+    charge(
+        ledger,
+        label,
+        event=setup.account.event,
+        clients=clients,
+        nodes=nodes,
+        noise="threshold",
+        needed=setup.account.honest_clients + 1,
     )
 
 

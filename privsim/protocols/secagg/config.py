@@ -1,0 +1,114 @@
+"""The ``[secagg]`` table: parameters of a SecAgg / SecAgg+ round and of its inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from privsim.scenarios.errors import FieldError, require_positive
+
+__all__ = ["SecAggConfig"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecAggConfig:
+    """SecAgg (Bonawitz et al. 2017) and SecAgg+ (Bell et al. 2020) parameters.
+
+    Inputs: each client's synthetic vector (``mean`` + ``scale``·u, u standard normal
+    or unit-variance uniform, clipped to L2 norm ``clip_norm``), scaled by
+    2^``fraction_bits`` and rounded to integers, summed mod 2^``modulus_bits``.
+
+    Threshold: ``threshold`` is t, the number of shares that reconstruct a secret
+    (0: Bonawitz's choice ⌊2N/3⌋ + 1 for SecAgg; the Bell et al. choice for SecAgg+).
+    A larger t resists more colluding clients and tolerates fewer dropouts.
+
+    SecAgg+ graph: ``degree`` k of the Harary graph (0: chosen from
+    ``target_dropout`` δ, ``target_corruption`` γ, ``security_bits`` σ and
+    ``correctness_bits`` η, see :mod:`.graph`).
+
+    Noise: ``noise = "none"`` releases the exact sum (not differentially private);
+    ``"discrete_gaussian"`` / ``"skellam"`` add integer noise in shares from each
+    client, scaled for N − T − 1 honest clients with T = ``tolerated``.
+
+    ``round_timeout``: simulated seconds the server waits for each round's messages.
+    """
+
+    dimension: int = 10
+    clip_norm: float = 1.0
+    mean: float = 0.0
+    scale: float = 1.0
+    distribution: Literal["gaussian", "uniform"] = "gaussian"
+    fraction_bits: int = 16
+    modulus_bits: int = 32
+    threshold: int = 0
+    degree: int = 0
+    target_dropout: float = 0.1
+    target_corruption: float = 0.1
+    security_bits: int = 40
+    correctness_bits: int = 20
+    noise: Literal["none", "discrete_gaussian", "skellam"] = "none"
+    tolerated: int = 0
+    round_timeout: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.dimension < 1:
+            raise FieldError(
+                "secagg.dimension", f"must be >= 1, got {self.dimension}", "set dimension >= 1"
+            )
+        require_positive("secagg.clip_norm", self.clip_norm)
+        if not self.scale >= 0 or not abs(self.mean) < 1e100 or not self.scale < 1e100:
+            raise FieldError(
+                "secagg.scale",
+                f"mean and scale must be finite and scale >= 0, got {self.mean}, {self.scale}",
+                "give a finite mean and a non-negative scale",
+            )
+        if not 0 <= self.fraction_bits <= 40:
+            raise FieldError(
+                "secagg.fraction_bits",
+                f"must be in [0, 40], got {self.fraction_bits}",
+                "use e.g. fraction_bits = 16",
+            )
+        if not 8 <= self.modulus_bits <= 64:
+            raise FieldError(
+                "secagg.modulus_bits",
+                f"must be in [8, 64], got {self.modulus_bits}",
+                "use e.g. modulus_bits = 32 (the sum is computed mod 2^modulus_bits)",
+            )
+        if self.threshold < 0:
+            raise FieldError(
+                "secagg.threshold",
+                f"must be >= 0, got {self.threshold}",
+                "give t >= 2, or 0 for the paper's choice",
+            )
+        if self.degree < 0 or self.degree % 2:
+            raise FieldError(
+                "secagg.degree",
+                f"must be an even number >= 0, got {self.degree}",
+                "give an even k (a Harary graph has k/2 neighbours on each side), or 0",
+            )
+        for name in ("target_dropout", "target_corruption"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 0.5:
+                raise FieldError(
+                    f"secagg.{name}",
+                    f"must be a fraction in [0, 0.5), got {value}",
+                    "give e.g. 0.1",
+                )
+        if self.target_dropout + self.target_corruption >= 0.5:
+            raise FieldError(
+                "secagg.target_dropout",
+                f"δ + γ = {self.target_dropout + self.target_corruption:g} must stay below "
+                "1/2 (Bell et al.: γ + 2δ < 1 and an honest majority among neighbours)",
+                "lower target_dropout or target_corruption",
+            )
+        for name in ("security_bits", "correctness_bits"):
+            value = getattr(self, name)
+            if not 1 <= value <= 128:
+                raise FieldError(
+                    f"secagg.{name}", f"must be in [1, 128], got {value}", "use e.g. 40"
+                )
+        if self.tolerated < 0:
+            raise FieldError(
+                "secagg.tolerated", f"must be >= 0, got {self.tolerated}", "give T >= 0"
+            )
+        require_positive("secagg.round_timeout", self.round_timeout, " seconds")

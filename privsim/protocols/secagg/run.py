@@ -1,0 +1,410 @@
+"""A SecAgg or SecAgg+ run: synthetic client vectors, one four-round aggregation on the
+bus, and what it achieved.
+
+:func:`simulate` builds one world and returns it with the outcome (for tests and
+analyses that want the trace); :func:`run_secagg` summarises it into a
+:class:`~privsim.kit.result.RunResult`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from privsim.data.synthetic import SyntheticVectors
+from privsim.kit.intnoise import sample_discrete_gaussian, sample_skellam
+from privsim.kit.intnoise.accounting import IntegerAccount, account, calibrate
+from privsim.kit.intnoise.modulus import ModulusPlan, ModulusTooSmallError, plan_modulus
+from privsim.kit.intnoise.noise import NoiseKind
+from privsim.kit.intnoise.rounding import integer_sensitivity as kit_sensitivity
+from privsim.kit.result import (
+    Abort,
+    Coalition,
+    Communication,
+    Parties,
+    Privacy,
+    RunResult,
+    Timing,
+)
+from privsim.kit.world import agree_channels, build_world
+from privsim.protocols.secagg import behaviours as roles
+from privsim.protocols.secagg.coalition import exposure
+from privsim.protocols.secagg.config import SecAggConfig
+from privsim.protocols.secagg.crypto import PairKeys
+from privsim.protocols.secagg.graph import Graph, Parameters, choose_parameters, harary
+from privsim.protocols.secagg.maths import encode_inputs
+from privsim.protocols.secagg.outcome import AbortReason, Outcome
+from privsim.protocols.secagg.sharing import ShareBook, bytes_to_words
+from privsim.protocols.secagg.trust import ServerThreshold
+from privsim.scenarios.errors import FieldError
+from privsim.scenarios.schema import Scenario
+from privsim.sim.keystream import KeyStream
+from privsim.sim.ledger import NoiseShares, PrivacyLedger
+from privsim.sim.streams import Streams
+from privsim.sim.world import World
+
+__all__ = ["SERVER", "Simulation", "parameters", "run_secagg", "simulate"]
+
+#: The aggregation server's party id.
+SERVER = "server"
+#: The ledger label of the one release.
+MECHANISM = "secure-aggregation"
+#: Largest dimension whose released sum the result carries in full.
+RELEASED_IN_RESULT = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Noise:
+    """The integer noise plan: each client's share parameter (σ_i of a discrete
+    Gaussian, or μ_i of a Skellam), the N − T − 1 honest shares it is calibrated for,
+    the accountant's figures for the release, and the planned modulus."""
+
+    kind: NoiseKind
+    parameter: float
+    account: IntegerAccount
+    modulus: ModulusPlan
+
+    @property
+    def honest(self) -> int:
+        return self.account.honest_clients
+
+    def sample(self, rng: np.random.Generator, dimension: int) -> npt.NDArray[np.int64]:
+        """One client's share of the noise."""
+        if self.kind == "discrete_gaussian":
+            return sample_discrete_gaussian(rng, self.parameter, dimension)
+        return sample_skellam(rng, self.parameter, dimension)
+
+
+def parameters(scenario: Scenario) -> Parameters:
+    """(k, t) for the scenario: SecAgg on the complete graph, SecAgg+ on a Harary graph,
+    as :func:`~privsim.protocols.secagg.graph.choose_parameters` chooses them."""
+    cfg = scenario.table("secagg", SecAggConfig)
+    n = scenario.population.clients
+    found = choose_parameters(
+        n,
+        dropout=cfg.target_dropout,
+        corruption=cfg.target_corruption,
+        security_bits=cfg.security_bits,
+        correctness_bits=cfg.correctness_bits,
+        degree=cfg.degree,
+        threshold=cfg.threshold,
+        complete=scenario.protocol == "secagg",
+    )
+    if found is None:
+        raise FieldError(
+            "secagg.threshold",
+            f"no threshold t meets 2^-{cfg.security_bits} security and 2^-"
+            f"{cfg.correctness_bits} correctness for N = {n}, corruption "
+            f"{cfg.target_corruption:g} and dropout {cfg.target_dropout:g}",
+            "set secagg.threshold explicitly, lower security_bits/correctness_bits, or "
+            "lower target_corruption/target_dropout",
+        )
+    if found.threshold > found.degree + 1:
+        raise FieldError(
+            "secagg.threshold",
+            f"t = {found.threshold} exceeds the k + 1 = {found.degree + 1} holders of a share",
+            f"give a threshold <= {found.degree + 1}",
+        )
+    return found
+
+
+#: Largest probability that some coordinate of the noisy sum wraps around 2^b.
+WRAP_PROBABILITY = 1e-9
+
+
+def noise_plan(scenario: Scenario) -> Noise | None:
+    """The noise option (None when off): inputs scaled by s = 2^f and rounded to the
+    nearest integer (error ≤ 1/2 per coordinate, inside the ‖·‖ ≤ c·s + √d bound of
+    Kairouz, Liu & Steinke 2021 with β = 0); each client's share calibrated by the
+    papers' Rényi bounds (:func:`privsim.kit.intnoise.accounting.calibrate`) so that
+    N − T − 1 honest shares meet the budget; the modulus planned for a wrap-around
+    probability below :data:`WRAP_PROBABILITY` (a FieldError if ``modulus_bits`` is
+    narrower)."""
+    cfg = scenario.table("secagg", SecAggConfig)
+    if cfg.noise == "none":
+        return None
+    kind: NoiseKind = cfg.noise
+    n, d, p = scenario.population.clients, cfg.dimension, scenario.privacy
+    honest = n - cfg.tolerated - 1
+    scale = float(1 << cfg.fraction_bits)
+    sensitivity = kit_sensitivity(
+        cfg.clip_norm, scale, d, 0.0, replace_one=p.neighbour == "replace_one"
+    )
+    parameter = calibrate(
+        kind, p.epsilon, delta=p.delta, honest_clients=honest, sensitivity=sensitivity, dimension=d
+    )
+    accounted = account(
+        kind, parameter, honest_clients=honest, sensitivity=sensitivity, dimension=d, delta=p.delta
+    )
+    modulus = plan_modulus(n, d, cfg.clip_norm, scale, parameter, kind, WRAP_PROBABILITY)
+    try:
+        modulus.check(cfg.modulus_bits)
+    except ModulusTooSmallError as exc:
+        raise FieldError(
+            "secagg.modulus_bits", str(exc), f"set secagg.modulus_bits = {modulus.bits} or more"
+        ) from None
+    return Noise(kind=kind, parameter=parameter, account=accounted, modulus=modulus)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Simulation:
+    """One simulated round with everything needed to analyse it."""
+
+    scenario: Scenario
+    seed: int
+    world: World
+    outcome: Outcome
+    data: SyntheticVectors
+    clients: tuple[str, ...]
+    graph: Graph
+    params: Parameters
+    noise: Noise | None
+    ledger: PrivacyLedger
+    pair_keys: PairKeys
+    wall_seconds: float
+
+    def plain_sum(self, integer: bool = False) -> npt.NDArray[np.float64] | None:
+        """Σ_{u ∈ U3} z_u (``integer``: of the encoded, rounded inputs, decoded)."""
+        included = self.outcome.included
+        if included is None:
+            return None
+        cfg = self.scenario.table("secagg", SecAggConfig)
+        if not integer:
+            mask = np.zeros(len(self.clients), dtype=bool)
+            mask[included] = True
+            return self.data.sum(mask)
+        scale = float(1 << cfg.fraction_bits)
+        rows = self.data.rows(included)
+        return np.asarray(np.rint(rows * scale).sum(axis=0) / scale, dtype=np.float64)
+
+
+#: Words of a client's key material: c_u^SK (4), s_u^SK (4), b_u (2).
+SECRET_WORDS = 10
+
+
+def share_book(
+    secrets: npt.NDArray[np.uint64], graph: Graph, threshold: int, coefficients: KeyStream
+) -> ShareBook:
+    """Every client's shares of (b_u, s_u^SK), from the same key material its behaviour
+    uses (words 4–7: s_u^SK, words 8–9: b_u), for its graph holders."""
+    n = graph.n
+    raw = np.ascontiguousarray(secrets, dtype="<u8").view(np.uint8).reshape(n, 8 * SECRET_WORDS)
+    words = np.concatenate([bytes_to_words(raw[:, 64:80]), bytes_to_words(raw[:, 32:64])], axis=1)
+    if graph.complete:
+        holders = np.broadcast_to(np.arange(n, dtype=np.int64), (n, n))
+    else:
+        holders = np.sort(np.concatenate([graph.matrix, np.arange(n)[:, None]], axis=1), axis=1)
+    return ShareBook(words, holders, threshold, coefficients)
+
+
+def _inputs(data: SyntheticVectors, cfg: SecAggConfig, noise: Noise | None) -> roles.ClientInput:
+    """Client u's (z_u, η_u, x_u): its clipped vector, its noise share and the encoded
+    sum of the two."""
+
+    def inputs(
+        index: int, rng: Callable[[], np.random.Generator]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+        z = data.rows([index])[0]
+        if noise is None:
+            eta = np.zeros(cfg.dimension, dtype=np.int64)
+        else:
+            eta = noise.sample(rng(), cfg.dimension)
+        return z, eta, encode_inputs(z, cfg.fraction_bits, cfg.modulus_bits, eta)
+
+    return inputs
+
+
+def _charge(
+    ledger: PrivacyLedger, noise: Noise | None, trust: ServerThreshold, clients: tuple[str, ...]
+) -> None:
+    if noise is None:
+        ledger.non_private(
+            MECHANISM, "secagg.noise = 'none': the exact sum of the survivors' inputs is released"
+        )
+        return
+    # The accountant's (ε, δ) as its equivalent Gaussian event, credited while at least
+    # N − T honest clients' shares are in the sum (the target's own uncredited), as the
+    # papers bound the sum of a given number of shares.
+    ledger.charge(
+        MECHANISM,
+        noise.account.event,
+        trust=trust,
+        noise=NoiseShares(contributors=clients, kind="threshold", needed=noise.honest + 1),
+    )
+
+
+def simulate(scenario: Scenario, seed: int | None = None) -> Simulation:
+    """Simulate the scenario's protocol (``secagg`` or ``secagg_plus``)."""
+    started = time.perf_counter()
+    seed = scenario.seed if seed is None else seed
+    if scenario.protocol not in ("secagg", "secagg_plus"):
+        raise ValueError(f"simulate runs 'secagg' or 'secagg_plus', not {scenario.protocol!r}")
+    cfg = scenario.table("secagg", SecAggConfig)
+    streams = Streams(seed)
+    n = scenario.population.clients
+    clients = tuple(f"client-{i}" for i in range(n))
+    params = parameters(scenario)
+    graph = harary(n, params.degree, streams.generator("secagg", "graph"))
+    data = SyntheticVectors(
+        n,
+        cfg.dimension,
+        mean=cfg.mean,
+        scale=cfg.scale,
+        clip_norm=cfg.clip_norm,
+        stream=streams.keystream("data", "synthetic"),
+        distribution=cfg.distribution,
+    )
+    noise = noise_plan(scenario)
+    p = scenario.privacy
+    ledger = PrivacyLedger(p.epsilon, p.delta, on_overspend=p.on_overspend)
+    holders = () if graph.complete else tuple(tuple(graph.holders(i).tolist()) for i in range(n))
+    trust = ServerThreshold.of(SERVER, clients, params.threshold, holders)
+    _charge(ledger, noise, trust, clients)
+
+    world = build_world(scenario, streams, [*clients, SERVER])
+    pair_keys = PairKeys()
+    secrets = streams.keystream("secagg", "client-secrets").words(np.arange(n), 0, SECRET_WORDS)
+    book = share_book(secrets, graph, params.threshold, streams.keystream("secagg", "shamir"))
+    plan = roles.SecAggPlan(
+        clients=clients,
+        server=SERVER,
+        graph=graph,
+        threshold=params.threshold,
+        dimension=cfg.dimension,
+        bits=cfg.modulus_bits,
+        fraction_bits=cfg.fraction_bits,
+        round_timeout=cfg.round_timeout,
+        secrets=secrets,
+        book=book,
+        pair_keys=pair_keys,
+        inputs=_inputs(data, cfg, noise),
+    )
+    for agent in world.add_parties("client", clients):
+        world.start(agent, roles.client(agent, plan))
+    server = world.add_party(SERVER, "server")
+    world.start(server, roles.server(server, plan))
+    agree_channels(world, lambda w: [(c, SERVER) for c in w.parties_by_role.get("client", [])])
+    world.run()
+    outcome = server.result
+    if not isinstance(outcome, Outcome):
+        outcome = Outcome(
+            released=None, abort=AbortReason.SERVER_CRASHED, detail="the server crashed"
+        )
+    if outcome.ok and outcome.included is not None:
+        if noise is not None:
+            ledger.settle(MECHANISM, contributors=[clients[i] for i in outcome.included.tolist()])
+    elif noise is not None:
+        ledger.withhold(MECHANISM)
+    return Simulation(
+        scenario=scenario,
+        seed=seed,
+        world=world,
+        outcome=outcome,
+        data=data,
+        clients=clients,
+        graph=graph,
+        params=params,
+        noise=noise,
+        ledger=ledger,
+        pair_keys=pair_keys,
+        wall_seconds=time.perf_counter() - started,
+    )
+
+
+def _errors(sim: Simulation) -> dict[str, float] | None:
+    released, plain = sim.outcome.released, sim.plain_sum()
+    if released is None or plain is None:
+        return None
+    d = released.size
+    err = released - plain
+    rounded = sim.plain_sum(integer=True)
+    assert rounded is not None
+    return {
+        "l2_error": float(np.linalg.norm(err)),
+        "rmse": float(np.linalg.norm(err) / math.sqrt(d)),
+        "relative_l2_error": float(np.linalg.norm(err) / max(float(np.linalg.norm(plain)), 1e-300)),
+        "max_abs_error_vs_rounded_sum": float(np.max(np.abs(released - rounded))),
+        "rmse_vs_all_clients": float(np.linalg.norm(released - sim.data.sum()) / math.sqrt(d)),
+    }
+
+
+def _exposure(sim: Simulation) -> dict[str, Any]:
+    coalition = sim.world.coalition
+    colluding = [i for i, c in enumerate(sim.clients) if c in coalition]
+    return exposure(
+        sim.graph,
+        sim.params.threshold,
+        sim.outcome.survivors,
+        colluding,
+        server_colludes=SERVER in coalition,
+    )
+
+
+def _details(sim: Simulation) -> dict[str, Any]:
+    out, params = sim.outcome, sim.params
+    return {
+        "degree": params.degree,
+        "threshold": params.threshold,
+        "complete_graph": params.complete,
+        "log2_security_failure": params.log2_security,
+        "log2_correctness_failure": params.log2_correctness,
+        "log2_disconnection": params.log2_disconnect,
+        "live_per_round": [int(s.size) for s in out.survivors],
+        "round_closed_at": list(out.closed_at),
+        "rounds_completed": len(out.survivors),
+        "seeds_reconstructed": out.seeds_reconstructed,
+        "keys_reconstructed": out.keys_reconstructed,
+        "key_agreements": sim.pair_keys.agreements,
+        "noise": "none" if sim.noise is None else sim.noise.kind,
+        # the released vector itself, when small enough to keep in the result
+        "released_sum": None
+        if out.released is None or out.released.size > RELEASED_IN_RESULT
+        else out.released.tolist(),
+    }
+
+
+def _privacy(sim: Simulation) -> Privacy:
+    noise = sim.noise
+    extra: dict[str, Any] = {"noise": "none" if noise is None else noise.kind}
+    if noise is not None:
+        extra.update(
+            client_parameter=noise.parameter,
+            honest_shares=noise.honest,
+            sensitivity_l2_integer=noise.account.sensitivity.l2,
+            accounted_epsilon=noise.account.epsilon,
+            modulus_bits_planned=noise.modulus.bits,
+            accounting="Rényi bounds of the integer mechanism (privsim.kit.intnoise)",
+        )
+    return Privacy.of(sim.ledger, sim.world.coalition, **extra)
+
+
+def run_secagg(scenario: Scenario, seed: int) -> RunResult:
+    """One SecAgg or SecAgg+ round, summarised."""
+    sim = simulate(scenario, seed)
+    world, outcome = sim.world, sim.outcome
+    included = [] if outcome.included is None else [sim.clients[i] for i in outcome.included]
+    return RunResult(
+        scenario_name=scenario.name,
+        protocol=scenario.protocol,
+        seed=sim.seed,
+        root_entropy=world.streams.entropy,
+        status="released" if outcome.ok else "aborted",
+        abort=None if outcome.ok else Abort(reason=str(outcome.abort), detail=outcome.detail),
+        privacy=_privacy(sim),
+        accuracy=_errors(sim),
+        communication=Communication.of_world(world, output_party=SERVER),
+        parties=Parties.of_world(world, sim.clients, included if outcome.ok else None),
+        coalition=Coalition.of_world(world, _exposure(sim)),
+        timing=Timing(
+            wall_seconds=sim.wall_seconds,
+            key_agreement_seconds=world.channels.key_agreement_seconds,
+        ),
+        details=_details(sim),
+        scenario=scenario.to_dict(),
+    )
