@@ -21,6 +21,7 @@ split and noise). Needs ``PRIVSIM_DATA_DIR`` and the ``baselines`` extra (diffpr
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from privsim.data.registry import load_dataset
+from privsim.progress import track
 from privsim.protocols.blr.maths import client_statistics, statistics_sensitivity
 from privsim.protocols.blr.regression import fit
 from privsim.protocols.race.applications import RaceClassifier, RaceRegressor
@@ -55,7 +57,7 @@ def kde(reps: int) -> dict[str, list[list[float]]]:
         "Fourier (K = 8)": [],
         "Bernstein (M = 8)": [],
     }
-    for rep in range(reps):
+    for rep in track(range(reps), "Figure 3 (KDE, skin)", reps, stream=sys.stderr):
         rng = np.random.default_rng(rep)
         idx = rng.permutation(skin.shape[0])
         test, train = skin[idx[:2000]], skin[idx[2000:]]
@@ -104,7 +106,7 @@ def classification(name: str, bandwidth: float, reps: int) -> dict[str, list[lis
     data = load_dataset(name)
     x, y = data.X, data.y
     out: dict[str, list[list[float]]] = {"RACE": [], "diffprivlib LR": []}
-    for rep in range(reps):
+    for rep in track(range(reps), f"Figure 4 ({name})", reps, stream=sys.stderr):
         rng = np.random.default_rng(rep)
         idx = rng.permutation(y.size)
         cut = y.size * 4 // 5
@@ -133,7 +135,7 @@ def regression(reps: int) -> dict[str, list[list[float]]]:
     data = load_dataset("airfoil")
     x, y = data.X, data.y
     out: dict[str, list[list[float]]] = {"RACE": [], "diffprivlib LinReg": [], "SSP": []}
-    for rep in range(reps):
+    for rep in track(range(reps), "Figure 5 (airfoil)", reps, stream=sys.stderr):
         rng = np.random.default_rng(rep)
         idx = rng.permutation(y.size)
         xtr, xte = _standardise(x[idx[:1200]], x[idx[1200:]])

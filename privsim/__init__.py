@@ -9,6 +9,8 @@ A run is a pure function of ``(scenario, seed)``::
     print(result.privacy.achieved_epsilon, result.accuracy["rmse"])
 
 Studies: ``privsim.sweep("study.toml", "out/")`` then ``privsim.load_results("out/")``.
+Regression tests: ``privsim.assert_golden("my.toml", "golden/my.json")`` (or the
+``privsim_golden`` pytest fixture).
 """
 
 from typing import Any
@@ -17,7 +19,9 @@ from privsim.version import __version__
 
 __all__ = [
     "__version__",
+    "assert_golden",
     "builtin_scenario",
+    "check_golden",
     "list_protocols",
     "load_results",
     "load_scenario",

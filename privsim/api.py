@@ -1,4 +1,5 @@
-"""The user's entry points: run a scenario, load and change scenarios, run studies.
+"""The user's entry points: run a scenario, load and change scenarios, run studies, and
+check a scenario against its golden result (:func:`check_golden`, :func:`assert_golden`).
 
 ``run(scenario, seed)`` is the one way to run anything: it looks the scenario's protocol
 up in the registry and calls its run function, a pure function of (scenario, seed).
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privsim import registry
+from privsim.golden import GoldenMismatch, GoldenReport, assert_golden, check_golden
 from privsim.runs import ResultError, nan_field, run, validate
 from privsim.scenarios.loader import builtin_scenario, load_scenario
 from privsim.scenarios.schema import Scenario
@@ -22,8 +24,12 @@ if TYPE_CHECKING:
     from privsim.studies.sweep import SweepSummary
 
 __all__ = [
+    "GoldenMismatch",
+    "GoldenReport",
     "ResultError",
+    "assert_golden",
     "builtin_scenario",
+    "check_golden",
     "list_protocols",
     "load_results",
     "load_scenario",

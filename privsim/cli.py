@@ -16,23 +16,83 @@ __all__ = ["main"]
 def _cmd_run(args: argparse.Namespace) -> int:
     from privsim.analysis.report import format_report
     from privsim.api import run
+    from privsim.overrides import scenario_hash
+    from privsim.progress import working
     from privsim.results import write_json_atomic
-    from privsim.scenarios import builtin_scenario_path, load_scenario
 
-    path = Path(args.scenario) if args.scenario else builtin_scenario_path("quickstart")
-    scenario = load_scenario(path)
+    scenario = _scenario_with_settings(args)
     if args.encryption:
         scenario = scenario.replace({"network.encryption": args.encryption})
     seed = scenario.seed if args.seed is None else args.seed
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = run(scenario, seed).to_dict()
+        with working(
+            f"running {scenario.name} ({scenario.protocol}, seed {seed})",
+            stream=sys.stderr,
+            show=args.progress,
+        ):
+            try:
+                result = run(scenario, seed).to_dict()
+            except KeyboardInterrupt:
+                raise KeyboardInterrupt("no result file was written") from None
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
+    # Written before anything is printed: a closed pipe (privsim run | head) loses no result.
+    name = f"{scenario.name}-{scenario_hash(scenario)}-seed{seed}.json"
+    out = write_json_atomic(name, result, within=args.out)
     print(format_report(result))
-    out = write_json_atomic(f"{scenario.name}-seed{seed}.json", result, within=args.out)
     print(f"Result file {out}")
-    return _privacy_verdict(result, allowed=args.allow_overspend or _allows(scenario))
+    verdict = _privacy_verdict(result, allowed=args.allow_overspend or _allows(scenario))
+    return _abort_verdict(result, allowed=args.allow_abort) or verdict
+
+
+def _scenario_with_settings(args: argparse.Namespace) -> Any:
+    """The scenario of ``args.scenario`` (the quickstart when omitted) with ``--set``."""
+    from privsim.overrides import apply_settings, parse_settings
+    from privsim.scenarios import builtin_scenario_path, load_scenario
+
+    path = Path(args.scenario) if args.scenario else builtin_scenario_path("quickstart")
+    return apply_settings(load_scenario(path), parse_settings(args.set or []))
+
+
+#: Exit status of `check` and `replay` when a result differs from the stored one.
+EXIT_DIFFERS = 1
+#: Exit status of invalid input, or of a mechanism refused over its budget.
+EXIT_INVALID = 2
+#: Exit status of `privsim run` when the run aborted (nothing released).
+EXIT_ABORTED = 4
+#: Exit status after Ctrl-C (SIGINT): 128 + 2, as a shell reports it.
+EXIT_INTERRUPTED = 130
+#: Exit status when the reader of stdout went away (privsim run | head): 128 + SIGPIPE.
+EXIT_BROKEN_PIPE = 141
+
+EXIT_CODES = """exit status:
+  0    done (a released run, a matching check)
+  1    check / replay: the result differs from the stored one (each field is printed)
+  2    invalid input, or a mechanism refused over its budget (privacy.on_overspend)
+  3    run: the achieved privacy guarantee is not met (see --allow-overspend)
+  4    run: the run aborted, nothing released (see --allow-abort)
+  130  interrupted (Ctrl-C); a sweep keeps every finished row and resumes
+  141  the reader of stdout went away (privsim run | head); the result file is written"""
+
+
+def _abort_verdict(result: dict[str, Any], *, allowed: bool) -> int:
+    """Exit status 4 when the run aborted (nothing released), unless allowed
+    (``--allow-abort``, for studies of aborts)."""
+    if result.get("status") != "aborted":
+        return 0
+    abort = result.get("abort") or {}
+    print(
+        f"privsim: the run aborted ({abort.get('reason', 'no reason given')}: "
+        f"{abort.get('detail', '')}); nothing was released. "
+        + (
+            "Allowed by --allow-abort."
+            if allowed
+            else f"Exit status {EXIT_ABORTED}; pass --allow-abort to accept it, e.g. in a study of aborts."
+        ),
+        file=sys.stderr,
+    )
+    return 0 if allowed else EXIT_ABORTED
 
 
 #: Exit status of `privsim run` when the achieved privacy guarantee is not met.
@@ -100,13 +160,13 @@ def _cmd_protocols(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from privsim import registry
     from privsim.api import validate
-    from privsim.scenarios import load_scenario
     from privsim.scenarios.checks import format_bytes, format_seconds
 
     # Everything `run` checks before it starts: fields, party ids, memory, and the
     # protocol's preflight (a data set's files and columns).
-    scenario = validate(load_scenario(args.scenario))
-    print(f"{args.scenario}: valid scenario '{scenario.name}' ({scenario.protocol})")
+    scenario = validate(_scenario_with_settings(args))
+    changed = f" with {len(args.set)} --set" if args.set else ""
+    print(f"{args.scenario}{changed}: valid scenario '{scenario.name}' ({scenario.protocol})")
     footprint = registry.get(scenario.protocol).footprint
     if footprint is not None:
         estimate = footprint(scenario)
@@ -156,9 +216,15 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from privsim.studies.sweep import sweep
 
     security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key)
-    study = load_study(args.study)
+    study = _study_with_settings(load_study(args.study), args.set or [], args.replications)
     summary = sweep(
-        study, args.out, scheduler=args.scheduler, workers=args.workers, security=security
+        study,
+        args.out,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        security=security,
+        progress=sys.stderr,
+        show_progress=args.progress,
     )
     print(
         f"{summary.total} rows in {args.out}: {summary.already_done} already there, {summary.ran} run "
@@ -173,12 +239,97 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study_with_settings(study: Any, options: list[str], replications: int | None) -> Any:
+    """``study`` with ``--set`` applied to its base scenario and ``--replications``."""
+    from privsim.overrides import SetError, apply_settings, parse_settings
+    from privsim.scenarios import scenario_from_dict
+    from privsim.studies.study import study_from_dict
+
+    settings = parse_settings(options)
+    if not settings and replications is None:
+        return study
+    varied = set(study.grid) | {k for case in study.cases for k in case}
+    for path in settings:
+        clash = next(
+            (
+                k
+                for k in varied
+                if k == path or k.startswith(path + ".") or path.startswith(k + ".")
+            ),
+            None,
+        )
+        if clash is not None:
+            raise SetError(
+                f"{path}=...",
+                path,
+                f"the study varies '{clash}' in its grid or cases, so the "
+                "base value would never be used",
+                "change the study's grid, or drop this --set",
+            )
+    apply_settings(scenario_from_dict(study.base), settings)  # errors name the option
+    data = study.to_toml_dict()
+    data["overrides"] = settings
+    if replications is not None:
+        data["replications"] = replications
+    return study_from_dict(data, source=study.source)
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from privsim.studies.report import write_report
 
+    if args.html:  # first: the page needs no PNG
+        import json
+
+        from privsim.analysis.html import write_html
+        from privsim.studies.store import load
+
+        study_file = Path(args.results) / "study.json"
+        study = json.loads(study_file.read_text(encoding="utf-8")) if study_file.exists() else {}
+        page = write_html(
+            load(args.results),
+            Path(args.results) / "report" / "index.html",
+            study=study,
+            results_dir=args.results,
+        )
+        print(f"wrote {page} (one self-contained page: open it in a browser)")
     md, figures = write_report(args.results)
     print(f"wrote {md} and {len(figures)} figures")
     return 0
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from privsim.audit import audit
+    from privsim.results import write_json_atomic
+    from privsim.scenarios import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    seed = scenario.seed if args.seed is None else args.seed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # calibration warnings belong to `privsim run`
+        result = audit(
+            scenario,
+            args.trials,
+            seed=seed,
+            confidence=args.confidence,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            full_runs=args.full_runs,
+        )
+    t = result.test
+    print(f"audit of {scenario.name} ({scenario.protocol}), {args.trials} trials on each of D, D′")
+    print(f"  neighbours: {result.neighbours}")
+    print(f"  statistic:  {result.statistic}")
+    print(f"  claimed epsilon  {result.claimed_epsilon:.4g} at delta {result.claimed_delta:g}")
+    print(
+        f"  audited epsilon >= {result.lower_bound:.4g} with confidence {result.confidence:g} "
+        f"(FPR {t.fpr:.3g}, FNR {t.fnr:.3g} on {t.negatives} + {t.positives} trials)"
+    )
+    verdict = "EXCEEDS the claim" if result.exceeds_claim else "is below the claim"
+    print(f"  the lower bound {verdict} ({result.seconds:.1f} s)")
+    name = f"audit-{scenario.name}-seed{seed}.json"
+    out = write_json_atomic(name, {"rows": [result.row()]}, within=args.out)
+    print(f"Rows {out}")
+    return EXIT_NOT_MET if result.exceeds_claim else 0
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -196,10 +347,59 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     print(json.dumps(row, indent=2, sort_keys=True, default=str))
     stored = stored_row(args.out, args.row_id)  # read-only
     if stored is not None:
-        same = json.loads(json.dumps(without_timing(row), sort_keys=True)) == without_timing(stored)
-        print(f"replay {'matches' if same else 'DIFFERS FROM'} the stored row (timings aside)")
-        return 0 if same else 1
+        from privsim.golden import Tolerance, compare, format_differences
+
+        # Exact: the same row at the same seed must be the same, bit for bit.
+        differences = compare(without_timing(stored), without_timing(row), default=Tolerance())
+        if not differences:
+            print("replay matches the stored row (timings aside)")
+            return 0
+        print(
+            f"replay DIFFERS FROM the stored row (timings aside) in {len(differences)} "
+            f"field{'s' * (len(differences) != 1)}:\n{format_differences(differences)}"
+        )
+        return EXIT_DIFFERS
     return 0
+
+
+def _pattern_values(options: list[str], flag: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for option in options:
+        pattern, sep, text = option.rpartition("=")
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not sep or not pattern or not value >= 0:
+            raise ValueError(
+                f"{flag} {option!r}: expected PATTERN=NUMBER with a number >= 0, e.g. "
+                f"{flag} 'accuracy.*=0.01'"
+            )
+        out[pattern] = value
+    return out
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from privsim.golden import check_golden, parse_tolerances
+    from privsim.progress import working
+
+    scenario = _scenario_with_settings(args)
+    tolerances = parse_tolerances(
+        _pattern_values(args.rel or [], "--rel"), _pattern_values(args.abs or [], "--abs")
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # `privsim run` shows them; a check compares
+        with working(f"checking {scenario.name}", stream=sys.stderr, show=args.progress):
+            report = check_golden(
+                scenario,
+                args.golden,
+                seed=args.seed,
+                tolerances=tolerances,
+                ignore=args.ignore or [],
+                update=args.update,
+            )
+    print(f"{args.scenario}: {report}")
+    return 0 if report.ok else EXIT_DIFFERS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,9 +412,10 @@ def build_parser() -> argparse.ArgumentParser:
     run_p = sub.add_parser(
         "run",
         help="run a scenario (default: the embedded quickstart)",
-        description="Run a scenario and write its JSON result. Exit status: 0 done; "
-        "2 invalid input or a mechanism refused over budget; 3 the achieved privacy "
-        "guarantee is not met (see --allow-overspend).",
+        description="Run a scenario and write its JSON result, named "
+        "NAME-HASH-seedSEED.json (HASH: a short hash of the effective scenario).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run_p.add_argument("scenario", nargs="?", help="scenario TOML file (omit for the quickstart)")
     run_p.add_argument("--seed", type=int, help="root seed (default: the scenario's seed)")
@@ -229,6 +430,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 even when the achieved privacy guarantee is not met (default: exit 3)",
     )
+    run_p.add_argument(
+        "--allow-abort",
+        action="store_true",
+        help="exit 0 even when the run aborts (default: exit 4), e.g. in a study of aborts",
+    )
+    _add_set(run_p)
+    _add_progress(run_p)
     _add_max_memory(run_p)
     run_p.set_defaults(func=_cmd_run)
     sc_p = sub.add_parser("scenario", help="print a built-in scenario's TOML (to copy and edit)")
@@ -250,10 +458,21 @@ def build_parser() -> argparse.ArgumentParser:
     sw_p.add_argument("--tls-cert", help="PEM file of this client's certificate (mutual TLS)")
     sw_p.add_argument("--tls-key", help="PEM file of this client's private key")
     sw_p.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    sw_p.add_argument(
+        "--replications", type=int, metavar="N", help="replications per cell (default: the study's)"
+    )
+    _add_set(sw_p, "the study's base scenario")
+    _add_progress(sw_p)
     _add_max_memory(sw_p)
     sw_p.set_defaults(func=_cmd_sweep)
     rep_p = sub.add_parser("report", help="summary tables (Markdown) and figures (PNG) of a study")
     rep_p.add_argument("results", help="results directory of 'privsim sweep'")
+    rep_p.add_argument(
+        "--html",
+        action="store_true",
+        help="also write report/index.html: one self-contained page (sortable tables, "
+        "interactive figures, rates per cell, the study file) that opens from disk",
+    )
     rep_p.set_defaults(func=_cmd_report)
     rp_p = sub.add_parser("replay", help="run one stored replication again and compare")
     rp_p.add_argument("row_id", help="row id (the 'row_id' column)")
@@ -261,14 +480,110 @@ def build_parser() -> argparse.ArgumentParser:
     rp_p.set_defaults(func=_cmd_replay)
     pr_p = sub.add_parser("protocols", help="list the registered protocols (built-in and plug-ins)")
     pr_p.set_defaults(func=_cmd_protocols)
+    au_p = sub.add_parser(
+        "audit",
+        help="audit a scenario's privacy claim empirically (a lower bound on epsilon)",
+        description="Run the protocol's audit trials on neighbouring inputs D and D′, "
+        "test them, and print the claimed epsilon against the audited lower bound "
+        "(Clopper-Pearson, Jagielski et al. 2020); the rows go to --out. Exit status 3 "
+        "when the lower bound exceeds the claim.",
+    )
+    au_p.add_argument("scenario", help="scenario TOML file")
+    au_p.add_argument("--trials", type=int, required=True, help="trials on each of D and D′")
+    au_p.add_argument("--out", default="results", help="directory for the rows (default: results)")
+    au_p.add_argument(
+        "--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)"
+    )
+    au_p.add_argument("--seed", type=int, help="audit seed (default: the scenario's seed)")
+    au_p.add_argument("--workers", type=int, help="local worker processes (default: this one)")
+    au_p.add_argument("--scheduler", help="Dask scheduler address, or 'local'")
+    au_p.add_argument(
+        "--full-runs",
+        action="store_true",
+        help="one end-to-end protocol run per trial (slow; the protocols that have them)",
+    )
+    au_p.set_defaults(func=_cmd_audit)
     val_p = sub.add_parser("validate", help="check a scenario file and report the first error")
     val_p.add_argument("scenario")
+    _add_set(val_p)
     _add_max_memory(val_p)
     val_p.set_defaults(func=_cmd_validate)
+    ck_p = sub.add_parser(
+        "check",
+        help="rerun a scenario and compare it with a golden result (regression tests)",
+        description="Rerun a scenario and compare its result with a golden file field by "
+        "field, timings aside; print every differing field with both values. Numbers "
+        "match within max(abs, rel * max(|a|, |b|)) (default rel 1e-9); PATTERN is a "
+        "dotted field path where * matches one segment and ** any number. --update "
+        "(re)writes the golden file, keeping its tolerances and adding the ones given.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ck_p.add_argument("scenario", help="scenario TOML file")
+    ck_p.add_argument("--golden", required=True, metavar="FILE", help="golden result (JSON)")
+    ck_p.add_argument(
+        "--update", action="store_true", help="write or rewrite the golden file from this run"
+    )
+    ck_p.add_argument(
+        "--seed", type=int, help="root seed (default: the golden file's, else the scenario's)"
+    )
+    ck_p.add_argument(
+        "--rel",
+        action="append",
+        metavar="PATTERN=X",
+        help="relative tolerance, e.g. 'accuracy.*=0.01'",
+    )
+    ck_p.add_argument(
+        "--abs",
+        action="append",
+        metavar="PATTERN=X",
+        help="absolute tolerance, e.g. 'privacy.achieved_epsilon=1e-6'",
+    )
+    ck_p.add_argument(
+        "--ignore",
+        action="append",
+        metavar="PATTERN",
+        help="leave fields out, e.g. 'communication.duration'",
+    )
+    _add_set(ck_p)
+    _add_progress(ck_p)
+    _add_max_memory(ck_p)
+    ck_p.set_defaults(func=_cmd_check)
     return parser
 
 
+def _add_set(parser: argparse.ArgumentParser, what: str = "the scenario") -> None:
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        help=f"set a field of {what} (repeatable): a dotted path and a TOML value, e.g. "
+        "--set privacy.epsilon=2.0 --set 'network.encryption=\"none\"' (a bare word is a string)",
+    )
+
+
+def _add_progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress on stderr (default: only when stderr is a terminal); "
+        "--no-progress silences it",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:  # one line, no traceback; a sweep keeps its rows
+        print(f"privsim: interrupted{_interrupted(exc)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
     from privsim.scenarios import ScenarioError
     from privsim.sim.ledger import BudgetExceededError
     from privsim.studies.executors import SchedulerError
@@ -288,7 +603,26 @@ def main(argv: list[str] | None = None) -> int:
         FileNotFoundError,
     ) as exc:
         print(f"privsim: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_INVALID
+
+
+def _interrupted(exc: KeyboardInterrupt) -> str:
+    stored, total, out = (getattr(exc, k, None) for k in ("stored", "total", "out"))
+    if stored is not None:  # a SweepInterrupted
+        return f": {stored} of {total} rows are stored in {out}; run the same command to resume"
+    return f"; {exc}" if str(exc) else ""
+
+
+def _stdout_to_devnull() -> None:
+    """After a broken pipe: point stdout at /dev/null, so flushing it at exit raises
+    nothing (the reader is gone; what it did not read is dropped)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture)
+        pass
 
 
 if __name__ == "__main__":

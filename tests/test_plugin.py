@@ -67,7 +67,7 @@ def test_an_installed_plugin_runs_and_sweeps_through_the_command_line(plugin_env
     ran = _privsim(plugin_env, "run", str(PLUGIN / "noisy_sum.toml"), "--out", "out", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert "protocol noisy_sum" in ran.stdout and "Privacy" in ran.stdout
-    result = json.loads((tmp_path / "out" / "noisy-sum-seed5.json").read_text())
+    result = json.loads(next((tmp_path / "out").glob("noisy-sum-*-seed5.json")).read_text())
     assert result["status"] == "released" and result["privacy"]["guarantee_met"] is True
     assert result["parties"]["included"] == 25
 

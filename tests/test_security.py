@@ -56,7 +56,7 @@ def test_safe_names_still_run_and_land_in_out(tmp_path, capsys):
     scenario = tmp_path / "s.toml"
     scenario.write_text(tomli_w.dumps({**BASE, "name": "My_scenario-2.v1"}))
     assert main(["run", str(scenario), "--out", str(tmp_path / "out")]) == 0
-    written = tmp_path / "out" / "My_scenario-2.v1-seed11.json"
+    written = next((tmp_path / "out").glob("My_scenario-2.v1-*-seed11.json"))
     assert json.loads(written.read_text())["scenario_name"] == "My_scenario-2.v1"
     assert f"Result file {written}" in capsys.readouterr().out
 

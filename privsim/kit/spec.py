@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload
 
 if TYPE_CHECKING:
+    from privsim.kit.audit import AuditPlan
     from privsim.kit.result import RunResult
     from privsim.scenarios.schema import Scenario
 
@@ -133,7 +134,10 @@ class StudyView:
     scale) of grid fields; ``headline``: metrics drawn against every varied axis when
     ``figures`` is not given; ``figures``: draws the protocol's figures with a
     :class:`FigureKit`; ``sections``: extra report sections (title, Markdown) from the
-    rows frame."""
+    rows frame; ``reference``: the paper's values beside ours, as titled tables (pandas
+    DataFrames) from the rows frame — which then also holds the study base's fixed
+    fields as ``base.<field>`` columns — for the HTML report (empty when the study does
+    not reproduce a published figure)."""
 
     metrics: Mapping[str, str] = field(default_factory=dict)
     method_metrics: Mapping[str, str] = field(default_factory=dict)
@@ -141,6 +145,7 @@ class StudyView:
     headline: tuple[str, ...] = ()
     figures: Callable[[FigureKit, Any], list[Path]] | None = None
     sections: Callable[[Any], list[tuple[str, str]]] | None = None
+    reference: Callable[[Any], list[tuple[str, Any]]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,6 +178,10 @@ class ProtocolSpec:
     - ``overspend``: dotted fields that make the example plan more than its budget (the
       contract test checks the default ``refuse`` refuses it); empty for a protocol that
       cannot overspend by design.
+    - ``audit(scenario) -> AuditPlan``: how ``privsim audit`` tests the scenario's
+      release empirically (:mod:`privsim.kit.audit`); None: not auditable.
+    - ``attacks``: named attacks on the coalition's pooled view, each a function of it
+      (see the protocol's ``attacks`` module); their summaries are exposure metrics.
     """
 
     name: str
@@ -189,6 +198,8 @@ class ProtocolSpec:
     study: StudyView = field(default_factory=StudyView)
     exposure: Mapping[str, str] = field(default_factory=dict)
     overspend: Mapping[str, Any] = field(default_factory=dict)
+    audit: Callable[[Scenario], AuditPlan] | None = None
+    attacks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():

@@ -16,6 +16,8 @@ with client certificates (:func:`dask_security`). Workers return each row as JSO
 from __future__ import annotations
 
 import json
+import logging
+import multiprocessing
 import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
 from privsim.studies.study import Task
+from privsim.studies.worker import init_worker_process
 
 __all__ = [
     "DaskExecutor",
@@ -73,42 +76,82 @@ def _died(task: Task, attempts: int) -> dict[str, Any]:
 
 
 class LocalExecutor:
-    """A pool of worker processes on this machine (one per core by default)."""
+    """A pool of worker processes on this machine (one per core by default).
+
+    Its workers ignore Ctrl-C and end when this process dies
+    (:func:`~privsim.studies.worker.init_worker_process`); an interrupted run stops them
+    at once, so the finished rows are kept and no worker outlives the sweep."""
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = workers or os.cpu_count() or 1
+        self._pools: list[ProcessPoolExecutor] = []
+
+    def _pool(self, workers: int) -> ProcessPoolExecutor:
+        # Forked workers know their parent's pid; others (forkserver, spawn) read theirs.
+        forked = multiprocessing.get_start_method() == "fork"
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            initializer=init_worker_process,
+            initargs=(os.getpid() if forked else None,),
+        )
+        self._pools.append(pool)
+        return pool
+
+    def _finish(self, pool: ProcessPoolExecutor) -> None:
+        pool.shutdown(wait=True)
+        self._pools.remove(pool)
 
     def run(
         self, fn: RunFn, base: dict[str, Any], tasks: Sequence[Task]
     ) -> Iterator[dict[str, Any]]:
         pending = {t.row_id: t for t in tasks}
+        pool = self._pool(self.workers)
         try:
-            with ProcessPoolExecutor(max_workers=self.workers) as pool:
-                futures = {pool.submit(fn, base, t): t for t in pending.values()}
-                for future in as_completed(futures):
-                    task = futures[future]
-                    row = future.result()
-                    del pending[task.row_id]
-                    yield row
+            futures = {pool.submit(fn, base, t): t for t in pending.values()}
+            for future in as_completed(futures):
+                task = futures[future]
+                row = future.result()
+                del pending[task.row_id]
+                yield row
         except BrokenProcessPool:
             pass
+        except BaseException:  # Ctrl-C, or the caller stopped reading: stop the workers
+            self.close()
+            raise
+        self._finish(pool)
         # A worker died. Which task killed it is unknown, so every unfinished task runs
         # alone in a fresh single-worker pool: only a task that kills its own worker
         # MAX_ATTEMPTS times is recorded as failed; the others finish normally.
         for task in list(pending.values()):
             for attempt in range(1, MAX_ATTEMPTS + 1):
+                alone = self._pool(1)
                 try:
-                    with ProcessPoolExecutor(max_workers=1) as alone:
-                        row = alone.submit(fn, base, task).result()
+                    row = alone.submit(fn, base, task).result()
+                    self._finish(alone)
                     break
                 except BrokenProcessPool:
+                    self._finish(alone)
                     if attempt == MAX_ATTEMPTS:
                         row = _died(task, attempt)
+                except BaseException:
+                    self.close()
+                    raise
             del pending[task.row_id]
             yield row
 
     def close(self) -> None:
-        pass
+        """Stop every pool still running: queued tasks are cancelled and busy workers
+        killed (their rows were not finished, so nothing stored is lost)."""
+        while self._pools:
+            pool = self._pools.pop()
+            # The pool's own processes (a private attribute, read defensively):
+            # shutdown() alone would wait for the running tasks to finish.
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.kill()
+            for process in processes:
+                process.join(timeout=5)
 
 
 def row_as_json(fn: RunFn, base: dict[str, Any], task: Task) -> str:
@@ -220,8 +263,14 @@ class DaskExecutor:
                     "are for a tls:// scheduler address"
                 )
             self.workers = workers or os.cpu_count() or 1
+            # Errors only from the cluster's own logs: its warnings (an event loop busy with
+            # a replication, the tasks cancelled by Ctrl-C) are noise around privsim's lines.
             self.cluster = LocalCluster(
-                n_workers=self.workers, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=self.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
             )
             self.client = Client(self.cluster)
         else:

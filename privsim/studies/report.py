@@ -8,13 +8,17 @@ from typing import Any
 from privsim.analysis.summary import grid_columns, metrics_of, summarise, views_of
 from privsim.studies.store import load
 
-__all__ = ["write_report"]
+__all__ = ["metric_table", "write_report"]
 
 
 def _fmt(x: Any) -> str:
     if isinstance(x, float):
-        return f"{x:.4g}"
+        return "–" if x != x else f"{x:.4g}"
     return str(x)
+
+
+def _pct(x: Any) -> str:
+    return "–" if x != x else f"{100 * x:.0f}%"
 
 
 def _markdown_table(frame: Any) -> str:
@@ -26,6 +30,42 @@ def _markdown_table(frame: Any) -> str:
     for _, row in frame.iterrows():
         lines.append("| " + " | ".join(_fmt(row[c]) for c in cols) + " |")
     return "\n".join(lines)
+
+
+def metric_table(rows: Any, keys: list[str]) -> Any:
+    """The report's table of one metric: per cell, the rates next to the median and its
+    interval (a cell with no release shows "no release" instead of a median)."""
+    import pandas as pd
+
+    def median(r: Any) -> str:
+        if r["n"] == 0:
+            return "no release"
+        return f"{r['median']:.4g} [{r['median_lo']:.4g}, {r['median_hi']:.4g}]"
+
+    def met(r: Any) -> str:
+        return "non-private" if r["non_private"] else _pct(r["met_rate"])
+
+    return pd.DataFrame(
+        {
+            **{k: rows[k] for k in keys},
+            "rows": rows["rows"],
+            "released": rows["released"],
+            "over_budget": rows["over_budget"],
+            "abort rate": rows["abort_rate"].map(_pct),
+            "release rate": rows["release_rate"].map(_pct),
+            "guarantee met": rows.apply(met, axis=1),
+            "n": rows["n"],
+            "median [95% CI]": rows.apply(median, axis=1),
+            "IQR": [
+                "–" if n == 0 else f"{a:.4g}–{b:.4g}"
+                for n, a, b in zip(rows["n"], rows["q25"], rows["q75"], strict=True)
+            ],
+            "mean ± sd": [
+                "–" if n == 0 else f"{m:.4g} ± {sd:.3g}"
+                for n, m, sd in zip(rows["n"], rows["mean"], rows["sd"], strict=True)
+            ],
+        }
+    )
 
 
 def _study_name(directory: Path) -> str:
@@ -57,17 +97,20 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
         + ", ".join(f"{n} {s}" for s, n in sorted(status.items()))
         + ".",
         "",
-        "Per grid cell: the replications (rows), how many released, how many of those do "
-        "not meet their privacy guarantee (over_budget; non-private baselines aside), then "
-        "n, median, interquartile range (q25–q75) and mean ± sd over released replications.",
+        "Per grid cell: the replications (rows), how many released and how many of those "
+        "do not meet their privacy guarantee (over_budget; non-private baselines aside); "
+        "the share that aborted and the share that released; of the released, the share "
+        "that met its (ε, δ) guarantee "
+        '("non-private" for a labelled non-private baseline); then over the released '
+        "replications n, the median with its 95% percentile-bootstrap interval (1000 "
+        "resamples, fixed seed), the interquartile range and mean ± sd. A cell where "
+        'nothing released is listed with "no release".',
     ]
     for metric, label in metrics_of(frame).items():
         rows = summary[summary["metric"] == metric] if not summary.empty else summary
         if rows.empty:
             continue
-        table = rows[
-            [*keys, "rows", "released", "over_budget", "n", "median", "q25", "q75", "mean", "sd"]
-        ]
+        table = metric_table(rows, keys)
         parts += ["", f"## {label} (`{metric}`)", "", _markdown_table(table)]
     for view in views_of(frame):
         for title, body in view.sections(frame) if view.sections else []:

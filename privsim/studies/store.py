@@ -255,7 +255,7 @@ def _infinite_as_floats(frame: Any) -> Any:
     import pandas as pd
 
     words = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
-    for column in frame.select_dtypes(include="object").columns:
+    for column in frame.select_dtypes(include=["object", "string"]).columns:
         values = frame[column]
         text = values.map(lambda v: isinstance(v, str))
         if not text.any() or not values[text].isin(list(words)).all():

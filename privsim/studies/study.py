@@ -33,7 +33,6 @@ import math
 import os
 import reprlib
 import sys
-import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from privsim import registry
+from privsim.progress import track
 from privsim.scenarios.convert import check_depth, set_fields
 from privsim.scenarios.loader import (
     ScenarioError,
@@ -136,11 +136,11 @@ class Study:
     def validate(self) -> None:
         """Build every cell's scenario once: any bad field or value fails here, before work.
         A large grid reports its progress on stderr."""
-        total, shown = self.n_cells, time.monotonic()
-        for i, coords in enumerate(self.iter_cells()):
-            if total >= 1000 and time.monotonic() - shown > 2.0:
-                shown = time.monotonic()
-                print(f"validating cell {i} of {total}", file=sys.stderr, flush=True)
+        total = self.n_cells
+        cells = self.iter_cells()
+        if total >= 1000:
+            cells = track(cells, "validating cells", total, stream=sys.stderr, unit="cells")
+        for coords in cells:
             try:
                 scenario = self.scenario(coords)
                 registry.get(scenario.protocol).preflight(scenario)  # e.g. the data set exists

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from privsim.progress import RowBar
 from privsim.results import write_json_atomic
 from privsim.studies.executors import make_executor
 from privsim.studies.store import DB_NAME, ResultStore, check_store, lock_directory
 from privsim.studies.study import Study, StudyError
 from privsim.studies.worker import run_task
 
-__all__ = ["SweepSummary", "sweep"]
+__all__ = ["SweepInterrupted", "SweepSummary", "sweep"]
 
 STUDY_FILE = "study.json"
 
@@ -32,35 +33,13 @@ class SweepSummary:
     over_budget: int = 0
 
 
-class _Progress:
-    """A one-line progress bar with rate and time left, on a terminal or a log."""
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGINT) stopped a sweep: every row that finished is in the store; the
+    same sweep resumes from there."""
 
-    def __init__(self, total: int, done: int, stream: TextIO | None) -> None:
-        self.total, self.done, self.start_done = total, done, done
-        self.errors = 0
-        self.stream = stream
-        self.started = time.perf_counter()
-        self._last = 0.0
-
-    def update(self, error: bool) -> None:
-        self.done += 1
-        self.errors += int(error)
-        now = time.perf_counter()
-        if self.stream is not None and (now - self._last > 0.5 or self.done == self.total):
-            self._last = now
-            ran = self.done - self.start_done
-            rate = ran / max(now - self.started, 1e-9)
-            left = (self.total - self.done) / rate if rate > 0 else float("inf")
-            eta = f"{int(left // 60)}m{int(left % 60):02d}s" if left != float("inf") else "?"
-            width = 30
-            filled = int(width * self.done / max(self.total, 1))
-            self.stream.write(
-                f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} rows, "
-                f"{rate:.2f}/s, ETA {eta}, {self.errors} errors"
-            )
-            if self.done == self.total:
-                self.stream.write("\n")
-            self.stream.flush()
+    def __init__(self, out: Path, stored: int, total: int) -> None:
+        super().__init__(f"{stored} of {total} rows stored in {out}")
+        self.out, self.stored, self.total = out, stored, total
 
 
 def _read_study_file(path: Path) -> dict[str, Any]:
@@ -112,20 +91,25 @@ def sweep(
     workers: int | None = None,
     progress: TextIO | None = sys.stderr,
     security: Any = None,
+    show_progress: bool | None = None,
 ) -> SweepSummary:
     """Run every replication of ``study`` not yet in ``out``; resumable at any point.
 
     The directory is locked for the sweep: a second sweep on it is refused
     (:class:`~privsim.studies.store.StoreBusyError`). ``security``: a Dask
     ``distributed.Security`` for a ``tls://`` scheduler (see
-    :func:`~privsim.studies.executors.dask_security`)."""
+    :func:`~privsim.studies.executors.dask_security`). Progress goes to ``progress``
+    when it is a terminal, or always with ``show_progress`` (never with False or None).
+    Ctrl-C stops the sweep with :class:`SweepInterrupted`, every finished row kept."""
     out = Path(out)
     started = time.perf_counter()
     if out.exists() and not out.is_dir():
         raise StudyError(f"--out {out} is a file, not a directory; choose a directory")
     out.mkdir(parents=True, exist_ok=True)
     with lock_directory(out):
-        return _sweep_locked(study, out, started, scheduler, workers, progress, security)
+        return _sweep_locked(
+            study, out, started, scheduler, workers, progress, security, show_progress
+        )
 
 
 def _sweep_locked(
@@ -136,6 +120,7 @@ def _sweep_locked(
     workers: int | None,
     progress: TextIO | None,
     security: Any,
+    show_progress: bool | None = None,
 ) -> SweepSummary:
     check_store(out / DB_NAME)  # corrupted or foreign: a named error, before any write
     mine = _check_same_study(out, study)
@@ -149,13 +134,19 @@ def _sweep_locked(
             done = store.done()
             tasks = [t for t in study.tasks() if t.row_id not in done]
             total = len(done) + len(tasks)
-            bar = _Progress(total, len(done), progress)
-            errors = 0
-            for row in executor.run(run_task, study.base, tasks):
-                store.add(row)
-                error = row.get("status") == "error"
-                errors += int(error)
-                bar.update(error)
+            errors = added = 0
+            bar = RowBar(study.name, total, len(done), stream=progress, show=show_progress)
+            try:
+                with bar:
+                    for row in executor.run(run_task, study.base, tasks):
+                        store.add(row)  # committed: kept whatever happens next
+                        added += 1
+                        error = row.get("status") == "error"
+                        errors += int(error)
+                        bar.advance(error)
+            except KeyboardInterrupt:
+                executor.close()  # stop the workers before the store closes
+                raise SweepInterrupted(out, len(done) + added, total) from None
             over = sum(1 for r in store.rows() if over_budget(r))
     finally:
         executor.close()

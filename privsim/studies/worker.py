@@ -7,10 +7,14 @@ through its registry entry's ``flatten``.
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from privsim import registry
@@ -20,7 +24,13 @@ from privsim.scenarios.schema import Scenario
 from privsim.studies.study import Task, apply_fields
 from privsim.version import __version__
 
-__all__ = ["PRIVACY_COLUMNS", "flatten_result", "run_task", "without_timing"]
+__all__ = [
+    "PRIVACY_COLUMNS",
+    "flatten_result",
+    "init_worker_process",
+    "run_task",
+    "without_timing",
+]
 
 #: The privacy figures every row carries, for the run and for each method.
 PRIVACY_COLUMNS = (
@@ -113,6 +123,57 @@ def _present(section: dict[str, Any]) -> dict[str, Any]:
 
 
 _BLAS_LIMITED = False
+#: Seconds between two checks of the watchdog that ends an orphaned worker (off Linux).
+WATCHDOG_EVERY = 1.0
+#: prctl option: the signal the kernel sends this process when its parent dies (Linux).
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent_linux() -> bool:
+    """Ask the kernel for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``); False
+    where that is unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _exit_now() -> None:
+    os._exit(1)
+
+
+def _watch_parent(parent: int, on_orphan: Callable[[], None] = _exit_now) -> None:
+    """Portable fallback: a daemon thread that ends this process (``on_orphan``) once it
+    is re-parented (its parent died)."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_EVERY)
+            if os.getppid() != parent:
+                on_orphan()
+                return
+
+    threading.Thread(target=watch, name="privsim-parent-watchdog", daemon=True).start()
+
+
+def init_worker_process(parent: int | None = None) -> None:
+    """Set up a study worker process: it ignores Ctrl-C (the sweep stops its workers
+    itself and keeps the finished rows, with no traceback from each worker), and it ends
+    when its parent dies, even by ``kill -9`` (no orphan keeps computing rows nobody will
+    store). ``parent``: the pid that forked it (the sweep), when known; under the
+    ``forkserver`` and ``spawn`` start methods the parent is whoever started it, and a
+    forkserver ends with the sweep."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    expected = os.getppid() if parent is None else parent
+    if not _die_with_parent_linux():
+        _watch_parent(expected)
+    if os.getppid() != expected:  # the parent died before the request above
+        os._exit(1)
 
 
 def _one_blas_thread() -> None:

@@ -148,7 +148,7 @@ def test_same_seed_same_result_and_the_adversary_sees_the_remainders():
         r.pop("timing")
     assert a == b
     assert a["coalition"]["members"] == ["party-1"]
-    assert a["coalition"]["exposure"] == {"remainders_received": 5}
+    assert a["coalition"]["exposure"]["remainders_received"] == 5
     c = run_bcd(_scenario(), 10).to_dict()
     assert c["accuracy"] != a["accuracy"]
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from privsim.kit.result import Abort, Coalition, Communication, Parties, Privacy, RunResult, Timing
 from privsim.kit.world import agree_channels, build_world
+from privsim.protocols.bcd.attacks import contribution_error
 from privsim.protocols.bcd.behaviours import BcdOutcome, BcdPlan, party
 from privsim.protocols.bcd.config import BcdConfig
 from privsim.protocols.bcd.data import PartitionedData, load_partitioned
@@ -226,6 +227,20 @@ def _remainders_received(world: World) -> int:
     )
 
 
+def _exposure(world: World, data: PartitionedData) -> dict[str, float | int | None]:
+    """``remainders_received`` and ``contribution_error``: the mean relative error of the
+    coalition's estimates v − v_out of an honest neighbour's fitted part X(XᵀX)⁻¹Xᵀv
+    (de Jong et al. 2022, §2.3; :func:`~privsim.protocols.bcd.attacks.contribution_error`):
+    0 for plain BCD, growing as ε falls for DP-BCD; None when the coalition received
+    no remainder back."""
+    blocks = {f"party-{j}": data.block(j) for j in range(len(data.blocks))}
+    error = contribution_error(world.coalition_view(), blocks)
+    return {
+        "remainders_received": _remainders_received(world),
+        "contribution_error": None if math.isnan(error) else error,
+    }
+
+
 def run_bcd(scenario: Scenario, seed: int | None = None) -> RunResult:
     """One replication; see the module docstring."""
     started = time.perf_counter()
@@ -291,7 +306,7 @@ def run_bcd(scenario: Scenario, seed: int | None = None) -> RunResult:
         accuracy=accuracy,
         communication=communication,
         parties=Parties.of_world(world, plan.parties, plan.parties if sim.published else None),
-        coalition=Coalition.of_world(world, {"remainders_received": _remainders_received(world)}),
+        coalition=Coalition.of_world(world, _exposure(world, data)),
         timing=Timing(
             wall_seconds=time.perf_counter() - started,
             key_agreement_seconds=world.channels.key_agreement_seconds,

@@ -28,6 +28,21 @@ def _grid(frame: Any) -> list[str]:
     return sorted(c for c in frame.columns if c.startswith("grid."))
 
 
+#: Grid fields in words, for titles (the study view's axis labels, and the rest).
+WORDS = {
+    "grid.privacy.epsilon": "ε",
+    "grid.bcd.dataset": "data set",
+    "grid.bcd.records": "records N",
+    "grid.bcd.gamma": "loss scaling γ",
+    "grid.bcd.correlation": "correlation",
+    "grid.bcd.r_squared": "R² of the model",
+}
+
+
+def _words(column: str) -> str:
+    return WORDS.get(column, column.rsplit(".", 1)[-1].replace("_", " "))
+
+
 def _stem(values: Any) -> str:
     return "_".join(str(v) for v in values).replace(".", "_").replace("/", "_")
 
@@ -68,7 +83,7 @@ def draw_coefficients(kit: FigureKit, frame: Any) -> list[Path]:
         ax.set_yticklabels(names if names else [str(i) for i in idx], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("coefficient")
-        title = ", ".join(f"{k.removeprefix('grid.')}={v}" for k, v in cell.items())
+        title = ", ".join(f"{_words(k)} = {v}" for k, v in cell.items())
         ax.set_title(title, fontsize=8)
         drawn.append(kit.finish(fig, ax, f"coefficients_{_stem(coords)}", legend_size=7))
     return drawn

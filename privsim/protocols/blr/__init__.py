@@ -22,8 +22,11 @@ from privsim.kit.securesum.round import (
     secure_sum_seconds,
 )
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
+from privsim.protocols.blr.attacks import ATTACKS
+from privsim.protocols.blr.audit import audit_plan
 from privsim.protocols.blr.config import BlrConfig
 from privsim.protocols.blr.experiment import check_data, run_blr
+from privsim.protocols.blr.reference import figure2_reference
 from privsim.protocols.blr.report import report_lines
 from privsim.protocols.blr.study_checks import METHOD_STYLE, figures, flatten, sections
 from privsim.scenarios.errors import FieldError
@@ -119,6 +122,7 @@ STUDY = StudyView(
     },
     figures=figures,
     sections=sections,
+    reference=figure2_reference,
 )
 
 EXAMPLE: dict[str, Any] = {
@@ -145,6 +149,8 @@ BLR = ProtocolSpec(
     tables={"blr": BlrConfig, "dca": DcaConfig},
     run=run_blr,
     example=EXAMPLE,
+    audit=audit_plan,
+    attacks=ATTACKS,
     check=_check,
     preflight=check_data,
     parties=_parties,
@@ -152,7 +158,12 @@ BLR = ProtocolSpec(
     report=report_lines,
     flatten=flatten,
     study=STUDY,
-    exposure={},
+    exposure={
+        "record_error": "‖(x̂, ŷ) − (x, y)‖₂ (up to sign) of an honest client's record as "
+        "reconstructed from a distributed method's released statistics by a coalition that "
+        "knows every other record; None without a distributed release",
+        "record_error_relative": "record_error over ‖(x, y)‖₂",
+    },
     # classic calibration at ε = 31.62, δ = 1e-4 under-noises (ε ≈ 52.8 delivered)
     overspend={"privacy.calibration": "classic", "privacy.epsilon": 31.62, "privacy.delta": 1e-4},
 )

@@ -55,10 +55,12 @@ from privsim.kit.securesum.maths import client_noise_std
 from privsim.kit.securesum.outcome import SumOutcome
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.blr import behaviours as blr
+from privsim.protocols.blr.attacks import reconstruct_record, reconstruction_error
 from privsim.protocols.blr.config import BlrConfig
 from privsim.protocols.blr.maths import (
     marginal_std,
     moment_sensitivity,
+    project,
     statistics_sensitivity,
 )
 from privsim.protocols.blr.messages import MOMENT_KINDS, STATISTIC_KINDS
@@ -188,6 +190,10 @@ class _Run:
     clients: tuple[str, ...] = ()
     nodes: tuple[str, ...] = ()
     included: tuple[str, ...] | None = None
+    #: The released sum of the clients' statistics and the bounds its records were
+    #: projected to (distributed methods), for the record-reconstruction attack.
+    statistics: F64 | None = None
+    bounds: F64 | None = None
 
 
 def _refused(scenario: Scenario, exc: BudgetExceededError) -> _Run:
@@ -358,6 +364,8 @@ def _ddp(scenario: Scenario, seed: int, data: RegressionSplit, budget: _Budget) 
         mae=mean_absolute_error(mean, data),
         included=_included(clients, outcome),
         details={"included": int(outcome.included.sum())},
+        statistics=outcome.released,
+        bounds=assumed,
     )
 
 
@@ -457,6 +465,8 @@ def _proj_ddp(
         status="released",
         mae=mean_absolute_error(mean, data),
         included=_included(clients, stats),
+        statistics=stats.released,
+        bounds=result.bounds,
         details={
             "included": int(stats.included.sum()),
             "included_round1": int(result.moments.included.sum()),
@@ -513,6 +523,39 @@ def _method_result(run: _Run, coalition: Collection[str], wall_seconds: float) -
     )
 
 
+def _exposure(run: _Run | None, data: RegressionSplit) -> dict[str, float | None]:
+    """The record-reconstruction attack (:mod:`privsim.protocols.blr.attacks`) on a
+    distributed method's released statistics: a coalition that knows every other
+    included record (projected as the clients projected them) and its members' own
+    noise shares estimates the first honest included client's (x, y). ``record_error``:
+    ‖(x̂, ŷ) − (x, y)‖₂ up to sign; ``record_error_relative``: over ‖(x, y)‖₂. None when
+    no distributed method released (or every included client colludes)."""
+    empty: dict[str, float | None] = {"record_error": None, "record_error_relative": None}
+    if run is None or run.world is None or run.statistics is None or run.bounds is None:
+        return empty
+    members = run.world.coalition
+    included = run.included or ()
+    honest = [c for c in included if c not in members]
+    if not honest:
+        return empty
+    index = {c: i for i, c in enumerate(run.clients)}
+    target = index[honest[0]]
+    others = [index[c] for c in included if c != honest[0]]
+    table = project(np.column_stack([data.x_train, data.y_train]), run.bounds)
+    released = np.asarray(run.statistics, dtype=np.float64)
+    view = run.world.coalition_view()
+    noise_key = STATISTIC_KINDS.state_key("noise")
+    for member in sorted(members):  # colluding clients subtract their own noise shares
+        state = view.private.get(member, {})
+        if member in index and member in included and noise_key in state:
+            released = released - np.asarray(state[noise_key])
+    x_hat, y_hat = reconstruct_record(released, table[others, :-1], table[others, -1])
+    truth = table[target]
+    error = reconstruction_error(x_hat, y_hat, truth[:-1], float(truth[-1]))
+    norm = float(np.linalg.norm(truth))
+    return {"record_error": error, "record_error_relative": error / norm if norm > 0 else None}
+
+
 def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
     """Every method of ``blr.methods`` on one split; see the module docstring."""
     started = time.perf_counter()
@@ -555,10 +598,15 @@ def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
         assert shown is not None
         communication = methods[shown].communication  # the shown method's, computed once
         parties = Parties.of_world(world, main.clients, main.included)
-        coalition = Coalition.of_world(world, {}, view_complete=_view_complete(world, main.nodes))
+        coalition = Coalition.of_world(
+            world, _exposure(main, data), view_complete=_view_complete(world, main.nodes)
+        )
     else:
         communication, parties = None, None
-        coalition = Coalition(members=tuple(sorted(scenario.threat.colluding_servers)))
+        coalition = Coalition(
+            members=tuple(sorted(scenario.threat.colluding_servers)),
+            exposure=_exposure(None, data),
+        )
     return RunResult(
         scenario_name=scenario.name,
         protocol="blr",

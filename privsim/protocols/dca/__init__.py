@@ -26,6 +26,8 @@ from privsim.kit.securesum.round import (
     secure_sum_seconds,
 )
 from privsim.kit.spec import PARTY_BYTES, FigureKit, Footprint, Numbered, ProtocolSpec, StudyView
+from privsim.protocols.dca.attacks import ATTACKS
+from privsim.protocols.dca.audit import audit_plan, curator_audit_plan
 from privsim.protocols.dca.config import DataConfig
 from privsim.protocols.dca.report import report_lines
 from privsim.protocols.dca.run import _delivery as delivery
@@ -142,6 +144,17 @@ STUDY = StudyView(
     figures=_figures,
 )
 
+#: The coalition's estimate of an honest target's input (release minus every other input
+#: minus its members' noise), :func:`privsim.protocols.dca.run.target_error`.
+TARGET_EXPOSURE = {
+    "honest_noise_shares": "H, honest clients whose noise share is in the release",
+    "target_error_rmse": "measured RMSE (per coordinate) of the coalition's estimate of an "
+    "honest target's input, knowing every other input; None if nothing was released",
+    "target_error_sd_theory": "its theoretical sd √H·σ_i (σ for the curator, 0 if it colludes)",
+    "target_noise_ratio": "H·σ_i²/σ²: the estimate's variance over the trusted aggregator's "
+    "(≥ 1 while colluders + dropouts ≤ T)",
+}
+
 #: Classic calibration at ε = 31.62, δ = 1e-4 under-noises (it delivers ε ≈ 52.8).
 CLASSIC_OVER_BUDGET = {
     "privacy.calibration": "classic",
@@ -170,8 +183,14 @@ DCA = ProtocolSpec(
     footprint=_footprint,
     report=report_lines,
     study=STUDY,
-    exposure={"inputs_reconstructed": "clients whose z_i + η_i the coalition reconstructs"},
+    exposure={
+        "inputs_reconstructed": "honest clients whose z_i + η_i the coalition reconstructs "
+        "(every compute node's share, or t Shamir shares)",
+        **TARGET_EXPOSURE,
+    },
     overspend=CLASSIC_OVER_BUDGET,
+    audit=audit_plan,
+    attacks=ATTACKS,
     example=EXAMPLE,
 )
 
@@ -186,7 +205,12 @@ TRUSTED_AGGREGATOR = dataclasses.replace(
     summary="a trusted curator sums the clients' vectors and adds Gaussian noise once",
     run=run_trusted_aggregator,
     check=_no_nodes,
-    exposure={"inputs_reconstructed": "always 0: a curator needs no secret shares"},
+    exposure={
+        "inputs_reconstructed": "honest clients whose z_i a colluding curator received",
+        **TARGET_EXPOSURE,
+    },
+    audit=curator_audit_plan,
+    attacks={},
     example={**EXAMPLE, "name": "trusted-aggregator-example", "protocol": "trusted_aggregator"},
 )
 

@@ -14,7 +14,7 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
     nodes = f"{pop['compute_nodes']} compute nodes" if result["protocol"] == "dca" else "a curator"
     lines = [
         f"  {pop['clients']} clients, {nodes}, d = {sc['data']['dimension']}, "
-        f"encryption {sc['network']['encryption']}"
+        f"encryption {sc['network']['encryption']}{_share_mode(sc)}"
     ]
     if result["status"] == "released":
         acc = result["accuracy"]
@@ -46,3 +46,14 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         f"excluded from the sum {len(parties['excluded'])}, colluding {len(parties['colluding'])}"
     )
     return lines
+
+
+def _share_mode(sc: Mapping[str, Any]) -> str:
+    """``, seeded shares`` / ``, Shamir t-of-M shares`` (nothing for full shares)."""
+    dca = sc.get("dca", {})
+    mode = dca.get("shares")
+    if mode == "seeded":
+        return ", seed-compressed shares"
+    if mode == "shamir":
+        return f", Shamir {dca.get('threshold')}-of-{sc['population']['compute_nodes']} shares"
+    return ""

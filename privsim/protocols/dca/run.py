@@ -34,6 +34,7 @@ from privsim.kit.securesum import round as securesum
 from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.inputs import ClientData, ClientInputs
 from privsim.kit.securesum.maths import client_noise_std
+from privsim.kit.securesum.messages import DCA_KINDS
 from privsim.kit.securesum.outcome import SumOutcome
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.dca import trusted_aggregator as ta
@@ -45,7 +46,14 @@ from privsim.sim.ledger import PrivacyLedger, Trust
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["Simulation", "run_dca", "run_trusted_aggregator", "simulate"]
+__all__ = [
+    "Simulation",
+    "coalition_exposure",
+    "run_dca",
+    "run_trusted_aggregator",
+    "simulate",
+    "target_error",
+]
 
 OUTPUT_PARTY = securesum.OUTPUT_PARTY
 #: The ledger label of the one release, by protocol.
@@ -164,16 +172,27 @@ def simulate(
     )
     if protocol == "dca":
         noise_std = client_noise_std(sigma_std, n, cfg.tolerated)
-        securesum.charge(
-            ledger,
-            MECHANISM[protocol],
-            event=planned,
-            clients=clients,
-            nodes=nodes,
-            share_multiplier=noise_std / delta_l2,
+        integer = securesum.integer_setup(
+            scenario, n, d, data_cfg.clip_norm, replace_one=privacy.neighbour == "replace_one"
         )
+        if integer is None:
+            securesum.charge(
+                ledger,
+                MECHANISM[protocol],
+                event=planned,
+                clients=clients,
+                nodes=nodes,
+                share_multiplier=noise_std / delta_l2,
+                threshold=securesum.node_threshold(scenario),
+            )
+        else:  # integer noise mod 2^b, charged by its own accountant
+            noise_std = integer.client_std
+            sigma_std = noise_std * math.sqrt(integer.account.honest_clients)
+            securesum.charge_integer(
+                ledger, MECHANISM[protocol], integer, clients=clients, nodes=nodes
+            )
         securesum.check_fixed_point(scenario, n, data_cfg.clip_norm, noise_std)
-        plan = securesum.plan(scenario, clients, nodes, d, noise_std)
+        plan = securesum.plan(scenario, clients, nodes, d, noise_std, integer=integer)
         inputs = ClientInputs(
             data=data,
             noise=streams.keystream("dca", "noise"),
@@ -257,14 +276,81 @@ def _included(sim: Simulation) -> list[str]:
     return [sim.clients[i] for i in np.flatnonzero(sim.outcome.included)]
 
 
-def _exposure(sim: Simulation) -> dict[str, Any]:
-    """Honest clients whose z_i + η_i the coalition reconstructs from every node's share
-    (its own members' inputs are not counted: it knows them anyway)."""
-    if not sim.nodes:
-        return {"inputs_reconstructed": 0}
-    bits = sim.scenario.table("dca", DcaConfig).fraction_bits
-    found = reconstructed_dca_inputs(sim.world.coalition_view(), sim.nodes, bits)
-    return {"inputs_reconstructed": sum(1 for c in found if c not in sim.world.coalition)}
+def coalition_exposure(sim: Simulation) -> dict[str, Any]:
+    """What the coalition learns, from its pooled view: ``inputs_reconstructed``, honest
+    clients whose z_i + η_i it adds up from every node's share (Algorithm 1, step 2), or
+    whose z_i a colluding curator received (its own members' inputs are not counted: it
+    knows them anyway); and the coalition's estimate of an honest target's input
+    (:func:`target_error`)."""
+    coalition = sim.world.coalition
+    view = sim.world.coalition_view()
+    if sim.nodes:
+        cfg = sim.scenario.table("dca", DcaConfig)
+        found = reconstructed_dca_inputs(
+            view,
+            sim.nodes,
+            cfg.fraction_bits,
+            threshold=securesum.node_threshold(sim.scenario),
+        )
+        exposed = sum(1 for c in found if c not in coalition)
+    else:
+        exposed = len({m.src for m in view.messages_of(ta.Contribution) if m.src not in coalition})
+    return {"inputs_reconstructed": exposed, **target_error(sim)}
+
+
+def _client_index(party: str, n: int) -> int | None:
+    """i for ``client-i`` with i < n, else None."""
+    prefix, _, tail = party.rpartition("-")
+    if prefix != "client" or not tail.isdigit() or int(tail) >= n:
+        return None
+    return int(tail)
+
+
+def target_error(sim: Simulation) -> dict[str, Any]:
+    """The coalition's estimate of an honest included client's z: the release minus every
+    other included client's input (the worst case: it knows the honest ones'; its
+    members' it reads from their declared state) minus its members' noise shares η_i.
+    What is left is the noise of the H honest included clients, the target's own share
+    among them — the same error for every target. ``target_error_rmse``: measured, per
+    coordinate; ``target_error_sd_theory``: √H·σ_i (Heikkilä et al. 2017, Theorem 1,
+    σ_i² = σ²/(N − T − 1); σ for the curator, 0 if it colludes); ``target_noise_ratio``
+    = H·σ_i²/σ², the estimate's variance over the trusted aggregator's (≥ 1 while
+    T′ + dropouts ≤ T). ``honest_noise_shares`` = H. Nothing released: H = 0 and
+    ``target_error_rmse`` None."""
+    released, included = sim.outcome.released, sim.outcome.included
+    if released is None or included is None:
+        return {
+            "honest_noise_shares": 0,
+            "target_error_rmse": None,
+            "target_error_sd_theory": 0.0,
+            "target_noise_ratio": 0.0,
+        }
+    coalition = sim.world.coalition
+    view = sim.world.coalition_view()
+    noise_key = DCA_KINDS.state_key("noise")
+    # Every included input is known (the members' own from their declared state).
+    error = np.asarray(released, dtype=np.float64) - sim.data.sum(included)
+    honest = int(np.count_nonzero(included))
+    for member in sorted(coalition):  # a fixed order: the sum is reproducible
+        index = _client_index(member, len(sim.clients))
+        if index is None or not included[index]:
+            continue
+        honest -= 1
+        state = view.private.get(member, {})
+        if noise_key in state:  # a colluding client subtracts its own noise share η_i
+            error = error - np.asarray(state[noise_key])
+    if sim.nodes:
+        variance = honest * sim.client_noise_std**2
+    elif OUTPUT_PARTY in coalition:  # a colluding curator received the target's z itself
+        variance, error = 0.0, np.zeros_like(error)
+    else:
+        variance = sim.sigma_std**2
+    return {
+        "honest_noise_shares": honest,
+        "target_error_rmse": float(np.linalg.norm(error) / math.sqrt(error.size)),
+        "target_error_sd_theory": math.sqrt(variance),
+        "target_noise_ratio": variance / sim.sigma_std**2,
+    }
 
 
 def _result(sim: Simulation, methods: dict[str, MethodResult]) -> RunResult:
@@ -280,7 +366,7 @@ def _result(sim: Simulation, methods: dict[str, MethodResult]) -> RunResult:
         accuracy=_errors(sim),
         communication=Communication.of_world(world, output_party=OUTPUT_PARTY),
         parties=Parties.of_world(world, sim.clients, _included(sim) if sim.outcome.ok else None),
-        coalition=Coalition.of_world(world, _exposure(sim)),
+        coalition=Coalition.of_world(world, coalition_exposure(sim)),
         timing=Timing(
             wall_seconds=sim.wall_seconds,
             key_agreement_seconds=world.channels.key_agreement_seconds,

@@ -18,9 +18,12 @@ from privsim.kit.securesum.round import (
     secure_sum_seconds,
 )
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
+from privsim.protocols.race.attacks import ATTACKS
+from privsim.protocols.race.audit import audit_plan
 from privsim.protocols.race.config import SKIN_RECORDS, RaceConfig
 from privsim.protocols.race.experiment import run_race
 from privsim.protocols.race.private import laplace_scale
+from privsim.protocols.race.reference import paper_noise
 from privsim.protocols.race.report import flatten, report_lines
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
@@ -102,6 +105,7 @@ STUDY = StudyView(
     metrics=METRICS,
     axes={"race.owners": ("data owners K", True)},
     headline=(*METRICS, "privacy.achieved_epsilon"),
+    reference=paper_noise,
 )
 
 EXAMPLE: dict[str, Any] = {
@@ -139,9 +143,13 @@ RACE = ProtocolSpec(
     exposure={
         "cells_known_exactly": "sketch cells the coalition sees without the calibrated noise: "
         "all R·W when the curator colludes (raw counts) or every compute node does (each "
-        "owner's counts under only its own noise share); 0 otherwise"
+        "owner's counts under only its own noise share); 0 otherwise",
+        "membership_advantage_bound": "the largest TPR − FPR of any canary-membership test "
+        "on the release at the run's ε: (e^ε − 1 + 2δ)/(e^ε + 1), 1 at ε = ∞",
     },
     example=EXAMPLE,
+    audit=audit_plan,
+    attacks=ATTACKS,
     # Gaussian shares under classic calibration at ε = 31.62 under-noise (ε ≈ 52.8)
     overspend={
         "race.noise": "gaussian",

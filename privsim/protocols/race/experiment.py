@@ -40,6 +40,7 @@ from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.maths import client_noise_std
 from privsim.kit.securesum.outcome import SumOutcome
 from privsim.kit.world import agree_channels, build_world
+from privsim.protocols.race.attacks import advantage_bound
 from privsim.protocols.race.config import RaceConfig
 from privsim.protocols.race.distributed import SketchShares, collector, owner
 from privsim.protocols.race.lsh import L2Hash
@@ -215,6 +216,20 @@ def _cells_known_exactly(cfg: RaceConfig, coalition: frozenset[str], nodes: tupl
     return 0
 
 
+def _exposure(
+    cfg: RaceConfig, world: World, nodes: tuple[str, ...], privacy: Privacy
+) -> dict[str, float | int]:
+    """``cells_known_exactly`` (:func:`_cells_known_exactly`) and
+    ``membership_advantage_bound``: the most any canary-membership test can gain on
+    the release against this coalition, TPR − FPR ≤ (e^ε − 1 + 2δ)/(e^ε + 1) at the
+    ledger's ε (1 when the coalition sees the cells exactly; δ when nothing was
+    released: :func:`~privsim.protocols.race.attacks.advantage_bound`)."""
+    return {
+        "cells_known_exactly": _cells_known_exactly(cfg, world.coalition, nodes),
+        "membership_advantage_bound": advantage_bound(privacy.achieved_epsilon, privacy.delta),
+    }
+
+
 def run_race(scenario: Scenario, seed: int) -> RunResult:
     """One replication of the scenario's release mode at ``seed``."""
     started = time.perf_counter()
@@ -264,6 +279,7 @@ def run_race(scenario: Scenario, seed: int) -> RunResult:
             "client_noise_std": noise.client_noise_std,
             "calibration": priv.calibration,
         }
+    privacy = Privacy.of(ledger, world.coalition, **details)
     return RunResult(
         scenario_name=scenario.name,
         protocol="race",
@@ -271,13 +287,11 @@ def run_race(scenario: Scenario, seed: int) -> RunResult:
         root_entropy=world.streams.entropy,
         status="released" if outcome.ok else "aborted",
         abort=None if outcome.ok else Abort(reason=str(outcome.abort), detail=outcome.detail),
-        privacy=Privacy.of(ledger, world.coalition, **details),
+        privacy=privacy,
         accuracy=_accuracy(outcome, family, cfg, counts, queries),
         communication=comm,
         parties=Parties.of_world(world, owners, included),
-        coalition=Coalition.of_world(
-            world, {"cells_known_exactly": _cells_known_exactly(cfg, world.coalition, nodes)}
-        ),
+        coalition=Coalition.of_world(world, _exposure(cfg, world, nodes, privacy)),
         timing=Timing(
             wall_seconds=time.perf_counter() - started,
             key_agreement_seconds=world.channels.key_agreement_seconds,
