@@ -51,6 +51,7 @@ SIZE_AXES = (
 )
 
 ABORTED_LABEL = "no release: every replication aborted"
+INFINITE_LABEL = "median ∞ (a coalition broke the trust): drawn at the top"
 OVER_LABEL = "over budget: some private releases miss the (ε, δ) guarantee"
 TARGET_LABEL = "target ε"
 BASELINE_SUFFIX = " (non-private baseline)"
@@ -209,10 +210,13 @@ class StudyFigures:
             & (group["met_rate"].to_numpy(dtype=np.float64) < 1.0)
             & ~empty
         )
+        medians = group["median"].to_numpy(dtype=np.float64)
+        top = np.isposinf(medians) & ~empty
+        over &= ~top
         if over.any():
             ax.scatter(
                 xs[over],
-                group["median"].to_numpy()[over],
+                medians[over],
                 marker="x",
                 s=60,
                 color="red",
@@ -220,6 +224,19 @@ class StudyFigures:
                 label=None if OVER_LABEL in labelled else OVER_LABEL,
             )
             labelled.add(OVER_LABEL)
+        if top.any():  # a median of ∞ (a broken trust): at the top of the axes, marked
+            ax.scatter(
+                xs[top],
+                np.ones(int(top.sum())),
+                transform=ax.get_xaxis_transform(),
+                marker="^",
+                s=70,
+                color="red",
+                zorder=6,
+                clip_on=False,
+                label=None if INFINITE_LABEL in labelled else INFINITE_LABEL,
+            )
+            labelled.add(INFINITE_LABEL)
 
     def _rates(self, low: Any, xs: Any, group: Any, color: Any, first: bool) -> None:
         low.plot(

@@ -6,6 +6,7 @@ every protocol; the protocol's own section comes from its registry entry.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,15 @@ __all__ = ["OUTLIER_FACTOR", "format_report", "outlier_lines"]
 #: the heavy tail of an unprojected noisy posterior; the blr quickstart's default seed
 #: is one (TA: MAE 501.5 against a median of 0.51, 991×; 1.7–3.9 at seeds 1–6).
 OUTLIER_FACTOR = 100.0
+
+
+def _exposure_value(value: Any) -> str:
+    """An exposure metric as read: 4 significant digits, "not exposed" for None."""
+    if value is None:
+        return "not exposed"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def _privacy_line(priv: Mapping[str, Any]) -> str:
@@ -101,12 +111,17 @@ def format_report(result: Mapping[str, Any]) -> str:
     lines += _privacy_line(result["privacy"]).split("\n")
     coalition = result.get("coalition") or {}
     if coalition.get("members"):
-        exposure = ", ".join(f"{k} {v}" for k, v in (coalition.get("exposure") or {}).items())
-        lines.append(
-            f"Coalition   {len(coalition['members'])} members"
+        exposure = ", ".join(
+            f"{k} {_exposure_value(v)}" for k, v in (coalition.get("exposure") or {}).items()
+        )
+        text = (
+            f"{len(coalition['members'])} members"
             + (f"; {exposure}" if exposure else "")
             + ("" if coalition.get("view_complete", True) else " (per-share view not recorded)")
         )
+        wrapped = textwrap.wrap(text, width=88, break_long_words=False, break_on_hyphens=False)
+        lines.append(f"Coalition   {wrapped[0]}")
+        lines += [f"            {part}" for part in wrapped[1:]]
     comm = result.get("communication")
     if comm:
         lines += _traffic_lines(comm)

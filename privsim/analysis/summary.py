@@ -188,7 +188,9 @@ def summarise(frame: Any) -> Any:
     ``met_rate`` (share of released rows that met their (ε, δ) guarantee; NaN for a
     non-private baseline) and ``target_epsilon`` (the cell's target ε; NaN likewise);
     ``over_budget`` (released private rows not meeting it); then
-    over the released rows: ``n``, ``median`` with its 95% percentile-bootstrap interval
+    over the released rows: ``n`` (of which ``infinite``: ε = ∞ where a coalition broke
+    an event's trust; kept, so such a cell's median may be ∞), ``median`` with its 95%
+    percentile-bootstrap interval
     (``median_lo``, ``median_hi``; 1000 resamples, seeded by metric and cell), ``q25``,
     ``q75``, ``mean``, ``sd``. A cell where nothing released keeps its rows, with n = 0
     and NaN statistics: aborted cells are shown, not dropped."""
@@ -216,10 +218,7 @@ def summarise(frame: Any) -> Any:
         }
         for metric in _applicable(frame, cell, metrics):
             values = (
-                pd.to_numeric(group[metric], errors="coerce")
-                .astype(np.float64)
-                .replace([np.inf, -np.inf], np.nan)
-                .dropna()
+                pd.to_numeric(group[metric], errors="coerce").astype(np.float64).dropna()
                 if metric in group
                 else pd.Series([], dtype=np.float64)
             )
@@ -232,6 +231,8 @@ def summarise(frame: Any) -> Any:
             target = f"{_prefix(metric)}privacy.target_epsilon"
             target = target if target in cell else "privacy.target_epsilon"
             nan = values.empty
+            infinite = int(np.isinf(values.to_numpy()).sum())
+            exact = "linear" if infinite == 0 else None  # no interpolation towards ∞
             records.append(
                 {
                     **dict(zip(keys, coords, strict=True)),
@@ -245,15 +246,20 @@ def summarise(frame: Any) -> Any:
                     ),
                     "met_rate": met_rate,
                     "n": int(values.size),
+                    "infinite": infinite,
                     "median": np.nan if nan else float(values.median()),
                     "median_lo": lo,
                     "median_hi": hi,
-                    "q25": np.nan if nan else float(values.quantile(0.25)),
-                    "q75": np.nan if nan else float(values.quantile(0.75)),
+                    "q25": np.nan
+                    if nan
+                    else float(values.quantile(0.25, interpolation=exact or "lower")),
+                    "q75": np.nan
+                    if nan
+                    else float(values.quantile(0.75, interpolation=exact or "higher")),
                     "mean": np.nan if nan else float(values.mean()),
                     "sd": float(values.std(ddof=1))
-                    if values.size > 1
-                    else (np.nan if nan else 0.0),
+                    if values.size > 1 and not infinite
+                    else (np.nan if nan or infinite else 0.0),
                 }
             )
     return pd.DataFrame.from_records(records)

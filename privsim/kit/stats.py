@@ -62,16 +62,24 @@ def bootstrap_median_ci(
     resamples: int = 2000,
     name: tuple[Hashable, ...] = (),
 ) -> tuple[float, float]:
-    """Percentile-bootstrap interval of the median of ``values`` (NaN, NaN if empty)."""
-    v = finite(values)
+    """Percentile-bootstrap interval of the median of ``values`` (NaN, NaN if empty).
+    Infinite values (ε = ∞ where a coalition broke an event's trust) are kept: the
+    interval's ends are then taken without interpolation, so an end may be ∞."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[~np.isnan(v)]
     if v.size == 0:
         return (np.nan, np.nan)
     if v.size == 1:
         return (float(v[0]), float(v[0]))
     idx = _rng("median", *name).integers(0, v.size, size=(resamples, v.size))
-    medians = np.median(v[idx], axis=1)
     tail = 50.0 * (1.0 - confidence)
-    lo, hi = np.percentile(medians, [tail, 100.0 - tail])
+    if np.isfinite(v).all():
+        medians = np.median(v[idx], axis=1)
+        lo, hi = np.percentile(medians, [tail, 100.0 - tail])
+    else:
+        medians = np.sort(v[idx], axis=1)[:, (v.size - 1) // 2]  # the lower median
+        lo = np.percentile(medians, tail, method="lower")
+        hi = np.percentile(medians, 100.0 - tail, method="higher")
     return (float(lo), float(hi))
 
 

@@ -3,6 +3,7 @@ for the parties a protocol names."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Iterable
 
 from privsim.scenarios.schema import Scenario
@@ -44,16 +45,24 @@ def build_world(
     keep_envelopes: bool = False,
 ) -> World:
     """The scenario's network, faults, coalition and channels for ``parties``.
-    ``threat.colluding_servers`` named in ``ignore_servers`` (parties a design does not
-    have, e.g. compute nodes under a trusted aggregator) are left out of the coalition;
-    any other unknown name is an error when the world starts."""
+    Servers named in ``ignore_servers`` (parties a design does not have, e.g. compute
+    nodes under a trusted aggregator) are left out of the coalition and of the named
+    faults (``faults.absent_parties``, ``faults.crashes``); any other unknown name is an
+    error when the world starts."""
     servers = tuple(s for s in scenario.threat.colluding_servers if s not in ignore_servers)
+    faults = scenario.faults
+    if ignore_servers:
+        faults = dataclasses.replace(
+            faults,
+            absent_parties=tuple(p for p in faults.absent_parties if p not in ignore_servers),
+            crashes=tuple((p, t) for p, t in faults.crashes if p not in ignore_servers),
+        )
     return World(
         seed=streams,
         network=NetworkModel(
             scenario.network.link, scenario.network.overrides, topology(scenario, parties)
         ),
-        faults=scenario.faults,
+        faults=faults,
         coalition=CoalitionSpec(clients=scenario.threat.colluding_clients, servers=servers),
         encryption=scenario.network.encryption == "aes-gcm",
         keep_envelopes=keep_envelopes,

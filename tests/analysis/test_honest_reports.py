@@ -12,6 +12,7 @@ import pytest
 from privsim.analysis.figures import (
     ABORTED_LABEL,
     BASELINE_SUFFIX,
+    INFINITE_LABEL,
     OVER_LABEL,
     TARGET_LABEL,
     StudyFigures,
@@ -319,3 +320,37 @@ def test_the_blr_section_names_its_test():
     assert title.startswith("Distributed against trusted aggregator")
     assert "Wilcoxon signed-rank test of the paired MAE differences" in body
     assert "Holm" in body and "power" in body
+
+
+def test_cells_with_an_infinite_epsilon_are_kept_and_drawn_at_the_top(tmp_path):
+    """Every compute node colluding makes ε = ∞ in each replication: the cell keeps its
+    rows (n counts them, ``infinite`` says how many are ∞, the median is ∞) and the
+    figure marks it at the top of the axes instead of leaving a gap."""
+    rows = [
+        {
+            "protocol": "dca",
+            "status": "released",
+            "replication": rep,
+            "grid.threat.colluding_servers": servers,
+            "privacy.achieved_epsilon": np.inf if servers == "all" else 0.9 + 0.01 * rep,
+            "privacy.target_epsilon": 1.0,
+            "privacy.guarantee_met": servers != "all",
+            "privacy.non_private": False,
+        }
+        for servers in ("none", "all")
+        for rep in range(REPS)
+    ]
+    frame = pd.DataFrame(rows)
+    summary = summarise(frame)
+    broken = summary[summary["grid.threat.colluding_servers"] == "all"].iloc[0]
+    assert broken["n"] == REPS and broken["infinite"] == REPS
+    assert np.isposinf(broken["median"]) and np.isposinf(broken["median_hi"])
+    assert broken["met_rate"] == 0.0
+    honest = summary[summary["grid.threat.colluding_servers"] == "none"].iloc[0]
+    assert honest["infinite"] == 0 and np.isfinite(honest["median"])
+    kit = StudyFigures(frame, summary, tmp_path)
+    (path,) = kit.series(["privacy.achieved_epsilon"], axes=["grid.threat.colluding_servers"])
+    ax = kit.drawn[path].axes[0]
+    assert INFINITE_LABEL in ax.get_legend_handles_labels()[1]
+    tops = [c for c in ax.collections if c.get_label() == INFINITE_LABEL]
+    assert len(tops) == 1 and len(tops[0].get_offsets()) == 1

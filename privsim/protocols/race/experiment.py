@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,17 +39,19 @@ from privsim.kit.result import (
 from privsim.kit.securesum import round as securesum
 from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.maths import client_noise_std
+from privsim.kit.securesum.messages import SeedShare, Share
 from privsim.kit.securesum.outcome import SumOutcome
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.race.attacks import advantage_bound
 from privsim.protocols.race.config import RaceConfig
-from privsim.protocols.race.distributed import SketchShares, collector, owner
+from privsim.protocols.race.distributed import OwnerSketch, SketchShares, collector, owner
 from privsim.protocols.race.lsh import L2Hash
 from privsim.protocols.race.private import laplace_scale
 from privsim.protocols.race.sketch import RaceSketch
 from privsim.scenarios.schema import Scenario
 from privsim.sim.agent import Agent
 from privsim.sim.calibration import gaussian_sigma
+from privsim.sim.coalition import CoalitionView
 from privsim.sim.ledger import PrivacyLedger, Trust
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
@@ -205,27 +208,46 @@ def _accuracy(
     }
 
 
-def _cells_known_exactly(cfg: RaceConfig, coalition: frozenset[str], nodes: tuple[str, ...]) -> int:
-    """Sketch cells the coalition sees without the calibrated noise: every cell when the
-    curator colludes (it sums the raw sketches) or every compute node does (each owner's
-    sketch, under only its own noise share); none otherwise."""
-    if cfg.mode == "curator" and OUTPUT_PARTY in coalition:
-        return cfg.rows * cfg.width
-    if cfg.mode == "dca" and nodes and all(n in coalition for n in nodes):
-        return cfg.rows * cfg.width
+def _cells_known_exactly(
+    cfg: RaceConfig, view: CoalitionView, owners: Sequence[str], nodes: Sequence[str], quorum: int
+) -> int:
+    """Sketch cells the coalition sees without the calibrated noise, from its pooled view:
+    every cell when it holds every included owner's raw sketch (a colluding curator) or
+    enough of every owner's DCA shares to add them up (all M nodes' shares, or t Shamir
+    shares: each owner's counts under only its own noise share); none otherwise."""
+    if not owners:
+        return 0
+    if cfg.mode == "curator":
+        raw = {m.src for m in view.messages_of(OwnerSketch) if m.dst in view.members}
+        return cfg.rows * cfg.width if raw >= set(owners) else 0
+    if cfg.mode == "dca" and nodes:
+        held: dict[str, set[str]] = {}
+        for kind in (Share, SeedShare):
+            for m in view.messages_of(kind):
+                if m.dst in nodes:
+                    held.setdefault(m.src, set()).add(m.dst)
+        if all(len(held.get(o, ())) >= quorum for o in owners):
+            return cfg.rows * cfg.width
     return 0
 
 
 def _exposure(
-    cfg: RaceConfig, world: World, nodes: tuple[str, ...], privacy: Privacy
+    cfg: RaceConfig,
+    world: World,
+    owners: Sequence[str],
+    nodes: tuple[str, ...],
+    threshold: int | None,
+    privacy: Privacy,
 ) -> dict[str, float | int]:
-    """``cells_known_exactly`` (:func:`_cells_known_exactly`) and
+    """``cells_known_exactly`` (:func:`_cells_known_exactly`, over the included owners) and
     ``membership_advantage_bound``: the most any canary-membership test can gain on
     the release against this coalition, TPR − FPR ≤ (e^ε − 1 + 2δ)/(e^ε + 1) at the
     ledger's ε (1 when the coalition sees the cells exactly; δ when nothing was
     released: :func:`~privsim.protocols.race.attacks.advantage_bound`)."""
     return {
-        "cells_known_exactly": _cells_known_exactly(cfg, world.coalition, nodes),
+        "cells_known_exactly": _cells_known_exactly(
+            cfg, world.coalition_view(), owners, nodes, threshold or len(nodes)
+        ),
         "membership_advantage_bound": advantage_bound(privacy.achieved_epsilon, privacy.delta),
     }
 
@@ -291,7 +313,17 @@ def run_race(scenario: Scenario, seed: int) -> RunResult:
         accuracy=_accuracy(outcome, family, cfg, counts, queries),
         communication=comm,
         parties=Parties.of_world(world, owners, included),
-        coalition=Coalition.of_world(world, _exposure(cfg, world, nodes, privacy)),
+        coalition=Coalition.of_world(
+            world,
+            _exposure(
+                cfg,
+                world,
+                owners if included is None else included,
+                nodes,
+                securesum.node_threshold(scenario),
+                privacy,
+            ),
+        ),
         timing=Timing(
             wall_seconds=time.perf_counter() - started,
             key_agreement_seconds=world.channels.key_agreement_seconds,
