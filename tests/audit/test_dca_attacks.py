@@ -109,3 +109,30 @@ def test_exposure_metrics_of_a_run(colluding, ratio):
     assert metrics["inputs_reconstructed"] == 0
     every_node = _scenario(threat={"colluding_servers": ["compute-0", "compute-1", "compute-2"]})
     assert exposure(simulate(every_node, 1))["inputs_reconstructed"] == N
+
+
+def test_a_false_claim_is_a_deviating_compute_node():
+    """``dca.false_claims`` = 3 with compute-0 colluding: the node reports three honest
+    clients' shares as missing, every node sums over the intersection, and those clients
+    drop out of the release (their shares did arrive). The same scenario with the node
+    honest-but-curious includes everyone. (Batched delivery is refused with a colluding
+    compute node, so this is the per-message path.)"""
+    from privsim.scenarios.errors import ScenarioError
+
+    def scenario(**dca):
+        return make_scenario(
+            population={"clients": N, "compute_nodes": 3},
+            threat={"colluding_servers": ["compute-0"]},
+            dca={"tolerated": T, **dca},
+        )
+
+    base, sim = simulate(scenario(), 1), simulate(scenario(false_claims=3), 1)
+    assert sim.outcome.ok and int(sim.outcome.included.sum()) == N - 3
+    assert int(base.outcome.included.sum()) == N
+    left_out = [f"client-{i}" for i in np.flatnonzero(~sim.outcome.included)]
+    assert left_out == ["client-0", "client-1", "client-2"]  # the first honest ones
+    # ledger: 3 fewer honest shares than the honest-but-curious run, within T = 5
+    assert sim.privacy().achieved_epsilon > base.privacy().achieved_epsilon
+    assert sim.privacy().guarantee_met
+    with pytest.raises(ScenarioError, match="dca.false_claims"):
+        simulate(make_scenario(dca={"tolerated": T, "false_claims": 3}), 1)

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from privsim.kit import shamir
 from privsim.kit.securesum import threshold as shamir_dca
-from privsim.kit.securesum.behaviours import DcaPlan, agree
+from privsim.kit.securesum.behaviours import DcaPlan, agree, claimed_received
 from privsim.kit.securesum.inputs import ClientInputs
 from privsim.kit.securesum.messages import SeedShare, Share
 from privsim.kit.securesum.seeded import SEED_WORDS
@@ -217,7 +217,7 @@ def compute_node_batched(agent: Agent, plan: DcaPlan, shares: NodeSums) -> Behav
     arrived = yield from agent.receive_batch(kind, count=n, deadline=share_deadline)
     mine = np.zeros(n, dtype=bool)
     mine[arrived.senders] = True
-    agreed = yield from agree(agent, plan, mine, share_deadline)
+    agreed = yield from agree(agent, plan, claimed_received(agent, plan, mine), share_deadline)
     if agreed is None:
         return
     total = shares.node_sum(plan.nodes.index(agent.id), agreed)

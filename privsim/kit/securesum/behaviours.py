@@ -56,6 +56,7 @@ class DcaPlan:
     integer: IntegerSetup | None = None
     share_mode: str = "full"
     threshold: int = 0
+    false_claims: int = 0
 
     @property
     def quorum(self) -> int:
@@ -101,7 +102,7 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
 
     mine = np.zeros(n, dtype=bool)
     mine[list(received)] = True
-    agreed = yield from agree(agent, plan, mine, share_deadline)
+    agreed = yield from agree(agent, plan, claimed_received(agent, plan, mine), share_deadline)
     if agreed is None:
         return
     if plan.share_mode == "shamir":
@@ -112,6 +113,21 @@ def compute_node(agent: Agent, plan: DcaPlan) -> Behaviour:
         for index in np.flatnonzero(agreed).tolist():
             total += received[index]
     agent.send(plan.aggregator, plan.kinds.node_sum(values=total, included=np.packbits(agreed)))
+
+
+def claimed_received(
+    agent: Agent, plan: DcaPlan, mine: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """The received set a node reports in the agreement step: what arrived, or, for a
+    node in the coalition when ``plan.false_claims`` = D > 0 (an active adversary), that
+    set without the first D honest clients in it, whose shares it claims never came."""
+    coalition = agent.world.coalition
+    if not plan.false_claims or agent.id not in coalition:
+        return mine
+    held = [i for i in np.flatnonzero(mine).tolist() if plan.clients[i] not in coalition]
+    claimed = mine.copy()
+    claimed[held[: plan.false_claims]] = False
+    return claimed
 
 
 def agree(

@@ -31,7 +31,15 @@ class DcaConfig:
     smallest for which any coordinate wraps with probability below
     ``wrap_probability``, default 1e−9); a larger b is allowed, a smaller one refused.
     Unset, these fields stay out of the scenario's plain form, so scenarios without
-    integer noise read and write as before."""
+    integer noise read and write as before.
+
+    ``false_claims`` = D makes the compute nodes in the coalition (``threat.
+    colluding_servers``) active adversaries: in the agreement step (§3.1.3) each claims
+    that the first D honest clients whose shares it holds sent nothing, and since the
+    nodes sum over the intersection of their received sets, those clients are left out
+    of the release with their noise. The paper's guarantee assumes honest-but-curious
+    nodes; the ledger counts the honest shares actually included, so the achieved ε
+    shows what the claim costs."""
 
     tolerated: int = 0
     fraction_bits: int = 32
@@ -46,6 +54,7 @@ class DcaConfig:
     rounding_beta: float | None = None
     shares: Literal["full", "seeded", "shamir"] | None = None
     threshold: int | None = None
+    false_claims: int | None = None
 
     def __post_init__(self) -> None:
         if self.tolerated < 0:
@@ -60,6 +69,12 @@ class DcaConfig:
             require_positive(f"dca.{name}", getattr(self, name), " seconds")
         self._check_integer_noise()
         self._check_shares()
+        if self.false_claims is not None and self.false_claims < 0:
+            raise FieldError(
+                "dca.false_claims",
+                f"must be >= 0, got {self.false_claims}",
+                "set the number of honest clients a colluding compute node claims sent nothing",
+            )
 
     @property
     def noise_kind(self) -> str:

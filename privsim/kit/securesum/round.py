@@ -88,6 +88,13 @@ def check_secure_sum(scenario: Scenario, clients: int) -> None:
             "DCA needs at least 2 compute nodes (one node would see every input)",
             "set compute_nodes = 2 or more",
         )
+    claims = _config(scenario).false_claims
+    if claims and not any(s.startswith("compute-") for s in scenario.threat.colluding_servers):
+        raise FieldError(
+            "dca.false_claims",
+            f"{claims} false claims need a compute node in the coalition to make them",
+            'name one in threat.colluding_servers (e.g. ["compute-0"]) or drop dca.false_claims',
+        )
     threshold, m = _config(scenario).threshold, scenario.population.compute_nodes
     if threshold is not None and threshold > m:
         raise FieldError(
@@ -139,6 +146,7 @@ def plan(
         release_beyond_tolerance=cfg.on_excess_dropout == "release",
         share_mode=cfg.share_mode,
         threshold=cfg.threshold or 0,
+        false_claims=cfg.false_claims or 0,
         kinds=kinds,
         modulus_bits=64 if integer is None else integer.bits,
         integer=integer,

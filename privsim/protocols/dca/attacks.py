@@ -104,23 +104,22 @@ class DropoutAttack:
 def dropout_attack(
     scenario: Scenario, colluding: int, claimed: int, seed: int | None = None
 ) -> DropoutAttack:
-    """Run the round with clients 0 … T′−1 and ``compute-0`` colluding, and the next
-    ``claimed`` clients excluded as if their shares never reached ``compute-0``: a false
-    claim in the agreement step has the same effect on the round as shares that never
-    arrived, since the nodes agree on the clients every node received (here the named
-    clients are absent, so no node holds their shares). The effective ε is the run's
-    ledger's, which counts only honest included shares."""
+    """Run the round with clients 0 … T′−1 and ``compute-0`` colluding, ``compute-0``
+    an active adversary (``dca.false_claims`` = ``claimed``): in the agreement step it
+    claims the first ``claimed`` honest clients' shares never reached it, and since the
+    nodes sum over the intersection of their received sets, those clients and their noise
+    are left out. The effective ε is the run's ledger's, which counts only honest
+    included shares."""
     n = scenario.population.clients
     cfg = scenario.table("dca", DcaConfig)
     if colluding + claimed >= n:
         raise ValueError(f"T′ + D = {colluding + claimed} leaves no honest target of {n}")
     colluders = tuple(f"client-{i}" for i in range(colluding))
-    missing = tuple(f"client-{i}" for i in range(colluding, colluding + claimed))
     attacked = scenario.replace(
         {
             "threat.colluding_clients": list(colluders),
             "threat.colluding_servers": ["compute-0"],
-            "faults.absent_parties": list(missing),
+            "dca.false_claims": claimed,
             "dca.delivery": "per_message",
         }
     )
