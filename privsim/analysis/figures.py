@@ -190,21 +190,19 @@ class StudyFigures:
 
     def _honesty(self, ax: Any, xs: Any, group: Any, labelled: set[str]) -> None:
         """✕ on the floor for cells with no release; red ✗ on the median of cells whose
-        private releases missed their guarantee."""
+        private releases missed their guarantee; ▲ at the top for a median of ∞ (a broken
+        trust). Each label goes in the legend the first time only."""
+
+        def mark(where: Any, ys: Any, label: str, **style: Any) -> None:
+            if where.any():
+                ax.scatter(
+                    xs[where], ys[where], label=None if label in labelled else label, **style
+                )
+                labelled.add(label)
+
+        edge = {"transform": ax.get_xaxis_transform(), "s": 70, "zorder": 6, "clip_on": False}
         empty = group["n"].to_numpy() == 0
-        if empty.any():
-            ax.scatter(
-                xs[empty],
-                np.zeros(int(empty.sum())),
-                transform=ax.get_xaxis_transform(),
-                marker="X",
-                s=70,
-                color="dimgrey",
-                zorder=6,
-                clip_on=False,
-                label=None if ABORTED_LABEL in labelled else ABORTED_LABEL,
-            )
-            labelled.add(ABORTED_LABEL)
+        mark(empty, np.zeros(len(xs)), ABORTED_LABEL, marker="X", color="dimgrey", **edge)
         over = (
             (~group["non_private"].astype(bool)).to_numpy()
             & (group["met_rate"].to_numpy(dtype=np.float64) < 1.0)
@@ -212,51 +210,22 @@ class StudyFigures:
         )
         medians = group["median"].to_numpy(dtype=np.float64)
         top = np.isposinf(medians) & ~empty
-        over &= ~top
-        if over.any():
-            ax.scatter(
-                xs[over],
-                medians[over],
-                marker="x",
-                s=60,
-                color="red",
-                zorder=5,
-                label=None if OVER_LABEL in labelled else OVER_LABEL,
-            )
-            labelled.add(OVER_LABEL)
-        if top.any():  # a median of ∞ (a broken trust): at the top of the axes, marked
-            ax.scatter(
-                xs[top],
-                np.ones(int(top.sum())),
-                transform=ax.get_xaxis_transform(),
-                marker="^",
-                s=70,
-                color="red",
-                zorder=6,
-                clip_on=False,
-                label=None if INFINITE_LABEL in labelled else INFINITE_LABEL,
-            )
-            labelled.add(INFINITE_LABEL)
+        mark(over & ~top, medians, OVER_LABEL, marker="x", s=60, color="red", zorder=5)
+        mark(top, np.ones(len(xs)), INFINITE_LABEL, marker="^", color="red", **edge)
 
     def _rates(self, low: Any, xs: Any, group: Any, color: Any, first: bool) -> None:
-        low.plot(
-            xs,
-            group["release_rate"],
-            marker="o",
-            ms=3,
-            color=color,
-            ls="-",
-            label="released" if first else None,
-        )
+        lines = [("release_rate", "o", "-", "released")]
         if not bool(group["non_private"].astype(bool).all()):
+            lines.append(("met_rate", "s", ":", "guarantee met (of released)"))
+        for column, marker, style, label in lines:
             low.plot(
                 xs,
-                group["met_rate"],
-                marker="s",
+                group[column],
+                marker=marker,
                 ms=3,
                 color=color,
-                ls=":",
-                label="guarantee met (of released)" if first else None,
+                ls=style,
+                label=label if first else None,
             )
         low.set_ylim(-0.05, 1.05)
         low.set_ylabel("rate", fontsize=8)

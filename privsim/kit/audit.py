@@ -13,19 +13,21 @@ Protocols import this module, never the harness.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from privsim.kit.securesum import round as securesum
+from privsim.sim.coalition import CoalitionSpec, resolve_coalition
 from privsim.sim.streams import Streams
 
 if TYPE_CHECKING:
     from privsim.scenarios.schema import Scenario
 
-__all__ = ["AuditPlan", "TrialBatch", "TrialFn"]
+__all__ = ["AuditPlan", "TrialBatch", "TrialFn", "secure_sum_coalition"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -96,3 +98,17 @@ class AuditPlan:
     @property
     def claim_is_finite(self) -> bool:
         return math.isfinite(self.claimed_epsilon)
+
+
+def secure_sum_coalition(scenario: Scenario, clients: Sequence[str]) -> frozenset[str]:
+    """The realised coalition among ``clients``, the secure sum's compute nodes and its
+    output party, drawn as a run at the scenario's seed draws it."""
+    parties = {
+        "client": list(clients),
+        "compute": list(securesum.node_names(scenario)),
+        "aggregator": [securesum.OUTPUT_PARTY],
+    }
+    spec = CoalitionSpec(
+        clients=scenario.threat.colluding_clients, servers=scenario.threat.colluding_servers
+    )
+    return resolve_coalition(spec, parties, Streams(scenario.seed))

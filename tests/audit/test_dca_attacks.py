@@ -134,5 +134,5 @@ def test_a_false_claim_is_a_deviating_compute_node():
     # ledger: 3 fewer honest shares than the honest-but-curious run, within T = 5
     assert sim.privacy().achieved_epsilon > base.privacy().achieved_epsilon
     assert sim.privacy().guarantee_met
-    with pytest.raises(ScenarioError, match="dca.false_claims"):
+    with pytest.raises(ScenarioError, match=r"dca\.false_claims"):
         simulate(make_scenario(dca={"tolerated": T, "false_claims": 3}), 1)

@@ -71,16 +71,20 @@ def _alive(pid: int) -> bool:
 def test_sigint_stops_a_sweep_keeping_every_finished_row(tmp_path):
     study = study_file(tmp_path, replications=6, clients=SLOW_CLIENTS, **{"privacy.epsilon": [1.0]})
     out = tmp_path / "out"
-    proc = privsim_process(
-        "sweep",
-        str(study),
-        "--out",
-        str(out),
-        "--workers",
-        "1",
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-    )
+
+    def sweep() -> subprocess.Popen[str]:
+        return privsim_process(
+            "sweep",
+            str(study),
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+        )
+
+    proc = sweep()
     _wait(lambda: _rows(out) >= 1 or proc.poll() is not None, "a first row")
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
@@ -93,16 +97,7 @@ def test_sigint_stops_a_sweep_keeping_every_finished_row(tmp_path):
     ]
     assert stdout == ""
     # the same command resumes: only the missing rows run
-    again = privsim_process(
-        "sweep",
-        str(study),
-        "--out",
-        str(out),
-        "--workers",
-        "1",
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-    )
+    again = sweep()
     stdout, stderr = again.communicate(timeout=300)
     assert again.returncode == 0, stderr
     assert f"6 rows in {out}: {kept} already there, {6 - kept} run" in stdout

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from privsim.kit.frames import scenario_field
 from privsim.protocols.bcd.config import BcdConfig
 
 __all__ = ["PAPER", "paper_values"]
@@ -82,16 +83,7 @@ PAPER: tuple[tuple[str, dict[str, Any], str, str, str], ...] = (
 
 def _field(frame: Any, name: str) -> Any:
     """A scenario field per row: the grid's column, the study base's, else the default."""
-    import pandas as pd
-
-    for column in (f"grid.{name}", f"base.{name}"):
-        if column in frame:
-            return frame[column]
-    if name == "privacy.epsilon" and "privacy.target_epsilon" in frame:
-        return frame["privacy.target_epsilon"]
-    table, _, attr = name.partition(".")
-    default = getattr(BcdConfig(), attr, None) if table == "bcd" else None
-    return pd.Series([default] * len(frame), index=frame.index)
+    return scenario_field(frame, name, BcdConfig(), table="bcd", target="privacy.epsilon")
 
 
 def _matches(frame: Any, settings: dict[str, Any]) -> Any:

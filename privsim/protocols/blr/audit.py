@@ -33,7 +33,7 @@ import dp_accounting
 import numpy as np
 import numpy.typing as npt
 
-from privsim.kit.audit import AuditPlan, TrialBatch
+from privsim.kit.audit import AuditPlan, TrialBatch, secure_sum_coalition
 from privsim.kit.securesum import round as securesum
 from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.maths import client_noise_std
@@ -42,9 +42,7 @@ from privsim.protocols.blr.experiment import CURATOR, _Budget, load_table
 from privsim.protocols.blr.maths import client_statistics, statistics_sensitivity
 from privsim.scenarios.schema import Scenario
 from privsim.sim.calibration import gaussian_sigma
-from privsim.sim.coalition import CoalitionSpec, resolve_coalition
 from privsim.sim.ledger import PrivacyLedger
-from privsim.sim.streams import Streams
 
 __all__ = ["audit_plan", "canary_shift", "coalition_of"]
 
@@ -53,16 +51,9 @@ F64 = npt.NDArray[np.float64]
 
 def coalition_of(scenario: Scenario) -> frozenset[str]:
     """The realised coalition, drawn as a run at the scenario's seed draws it."""
-    n = scenario.population.clients
-    parties = {
-        "client": [f"client-{i}" for i in range(n)],
-        "compute": list(securesum.node_names(scenario)),
-        "aggregator": [securesum.OUTPUT_PARTY],
-    }
-    spec = CoalitionSpec(
-        clients=scenario.threat.colluding_clients, servers=scenario.threat.colluding_servers
+    return secure_sum_coalition(
+        scenario, [f"client-{i}" for i in range(scenario.population.clients)]
     )
-    return resolve_coalition(spec, parties, Streams(scenario.seed))
 
 
 def canary_shift(d: int, bound: float, neighbour: str) -> F64:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from privsim.kit.frames import scenario_field
 from privsim.protocols.blr.config import BlrConfig
 
 __all__ = ["PAPER_SETTINGS", "figure2_reference"]
@@ -32,16 +33,7 @@ PAPER_SETTINGS = {
 
 def _field(frame: Any, name: str) -> Any:
     """A scenario field per row: the grid's column, the study base's, else the default."""
-    import pandas as pd
-
-    for column in (f"grid.{name}", f"base.{name}"):
-        if column in frame:
-            return frame[column]
-    if name == "privacy.delta" and "privacy.target_delta" in frame:
-        return frame["privacy.target_delta"]
-    table, _, attr = name.partition(".")
-    default = getattr(BlrConfig(), attr, None) if table == "blr" else None
-    return pd.Series([default] * len(frame), index=frame.index)
+    return scenario_field(frame, name, BlrConfig(), table="blr", target="privacy.delta")
 
 
 def _mae(frame: Any, method: str) -> Any:

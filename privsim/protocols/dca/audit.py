@@ -30,7 +30,7 @@ import dp_accounting
 import numpy as np
 import numpy.typing as npt
 
-from privsim.kit.audit import AuditPlan, TrialBatch
+from privsim.kit.audit import AuditPlan, TrialBatch, secure_sum_coalition
 from privsim.kit.securesum import maths
 from privsim.kit.securesum import round as securesum
 from privsim.kit.securesum.config import DcaConfig
@@ -41,7 +41,6 @@ from privsim.protocols.dca.config import DataConfig
 from privsim.protocols.dca.run import sensitivity
 from privsim.scenarios.schema import Scenario
 from privsim.sim.calibration import gaussian_sigma
-from privsim.sim.coalition import CoalitionSpec, resolve_coalition
 from privsim.sim.ledger import PrivacyLedger, Trust
 from privsim.sim.streams import Streams
 
@@ -54,16 +53,9 @@ WORDS_PER_BATCH = 4_000_000
 
 def coalition_of(scenario: Scenario) -> frozenset[str]:
     """The realised coalition, drawn exactly as a run at the scenario's seed draws it."""
-    n = scenario.population.clients
-    parties = {
-        "client": [f"client-{i}" for i in range(n)],
-        "compute": list(securesum.node_names(scenario)),
-        "aggregator": [securesum.OUTPUT_PARTY],
-    }
-    spec = CoalitionSpec(
-        clients=scenario.threat.colluding_clients, servers=scenario.threat.colluding_servers
+    return secure_sum_coalition(
+        scenario, [f"client-{i}" for i in range(scenario.population.clients)]
     )
-    return resolve_coalition(spec, parties, Streams(scenario.seed))
 
 
 def _claim(scenario: Scenario, coalition: frozenset[str]) -> tuple[float, float]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from privsim.kit.audit import AuditPlan, TrialBatch
+from privsim.kit.audit import AuditPlan, TrialBatch, secure_sum_coalition
 from privsim.kit.securesum import round as securesum
 from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.maths import client_noise_std
@@ -38,9 +38,7 @@ from privsim.protocols.race.distributed import gamma_noise
 from privsim.protocols.race.experiment import _charge as charge_release
 from privsim.scenarios.schema import Scenario
 from privsim.sim.calibration import gaussian_sigma
-from privsim.sim.coalition import CoalitionSpec, resolve_coalition
 from privsim.sim.ledger import PrivacyLedger
-from privsim.sim.streams import Streams
 
 __all__ = ["audit_plan", "coalition_of"]
 
@@ -50,16 +48,9 @@ OUTPUT_PARTY = securesum.OUTPUT_PARTY
 
 def coalition_of(scenario: Scenario) -> frozenset[str]:
     """The realised coalition, drawn as a run at the scenario's seed draws it."""
-    cfg = scenario.table("race", RaceConfig)
-    parties = {
-        "client": [f"owner-{k}" for k in range(cfg.owners)],
-        "compute": list(securesum.node_names(scenario)),
-        "aggregator": [OUTPUT_PARTY],
-    }
-    spec = CoalitionSpec(
-        clients=scenario.threat.colluding_clients, servers=scenario.threat.colluding_servers
+    return secure_sum_coalition(
+        scenario, [f"owner-{k}" for k in range(scenario.table("race", RaceConfig).owners)]
     )
-    return resolve_coalition(spec, parties, Streams(scenario.seed))
 
 
 def _exact_view(cfg: RaceConfig, coalition: frozenset[str], nodes: tuple[str, ...]) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from privsim.kit.frames import scenario_field
 from privsim.protocols.race.config import RaceConfig
 from privsim.protocols.race.private import laplace_scale
 
@@ -27,16 +28,9 @@ _DEFAULTS = {"privacy.neighbour": "replace_one"}
 
 def _field(frame: Any, name: str) -> Any:
     """A scenario field per row: the grid's column, the study base's, else the default."""
-    import pandas as pd
-
-    for column in (f"grid.{name}", f"base.{name}"):
-        if column in frame:
-            return frame[column]
-    if name == "privacy.epsilon" and "privacy.target_epsilon" in frame:
-        return frame["privacy.target_epsilon"]
-    table, _, attr = name.partition(".")
-    default = getattr(RaceConfig(), attr, None) if table == "race" else _DEFAULTS.get(name)
-    return pd.Series([default] * len(frame), index=frame.index)
+    return scenario_field(
+        frame, name, RaceConfig(), table="race", target="privacy.epsilon", defaults=_DEFAULTS
+    )
 
 
 def _predicted(mode: str, owners: float, rows: int, epsilon: float, neighbour: str) -> float:

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from privsim.scenarios.errors import FieldError, require_positive
+from privsim.scenarios.errors import FieldError, require_at_least, require_positive
 
 __all__ = ["DIMENSION_RANGE", "SummarizationConfig"]
 
@@ -15,6 +15,14 @@ __all__ = ["DIMENSION_RANGE", "SummarizationConfig"]
 DIMENSION_RANGE = (8, 4096)
 #: MWEM iterations accepted for T_init (the paper: d^1.5 = 1656 at d = 140).
 T_INIT_RANGE = (1, 1_000_000)
+
+
+def _require_within(name: str, symbol: str, value: int, bounds: tuple[int, int], fix: str) -> None:
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        raise FieldError(
+            f"summarization.{name}", f"{symbol} = {value} is outside [{lo}, {hi}]", fix
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,26 +66,21 @@ class SummarizationConfig:
 
     def __post_init__(self) -> None:
         for name in ("summary_size", "owners", "t_sub", "tau", "seed_size", "synthetic_records"):
-            if getattr(self, name) < 1:
-                raise FieldError(
-                    f"summarization.{name}",
-                    f"must be >= 1, got {getattr(self, name)}",
-                    "give 1 or more",
-                )
-        lo, hi = DIMENSION_RANGE
-        if not lo <= self.dimension <= hi:
-            raise FieldError(
-                "summarization.dimension",
-                f"d = {self.dimension} is outside [{lo}, {hi}]",
-                "give an RFF dimension such as the paper's 140",
-            )
-        lo, hi = T_INIT_RANGE
-        if not lo <= self.t_init <= hi:
-            raise FieldError(
-                "summarization.t_init",
-                f"T_init = {self.t_init} is outside [{lo}, {hi}]",
-                f"give about d^1.5 = {round(self.dimension**1.5)} (the paper's rule, §4)",
-            )
+            require_at_least(f"summarization.{name}", getattr(self, name))
+        _require_within(
+            "dimension",
+            "d",
+            self.dimension,
+            DIMENSION_RANGE,
+            "give an RFF dimension such as the paper's 140",
+        )
+        _require_within(
+            "t_init",
+            "T_init",
+            self.t_init,
+            T_INIT_RANGE,
+            f"give about d^1.5 = {round(self.dimension**1.5)} (the paper's rule, §4)",
+        )
         require_positive("summarization.eta", self.eta)
         steps = 2.0 / self.eta
         if self.eta > 1.0 or abs(steps - round(steps)) > 1e-9 * steps:
@@ -95,10 +98,7 @@ class SummarizationConfig:
             "auction_epsilon",
             "timeout",
         ):
-            value = getattr(self, name)
-            require_positive(f"summarization.{name}", value)
-            if not math.isfinite(value):
-                raise FieldError(f"summarization.{name}", "must be finite", "give a number")
+            require_positive(f"summarization.{name}", getattr(self, name))
         if self.dataset == "synthetic" and self.synthetic_records < 10 * self.owners:
             raise FieldError(
                 "summarization.synthetic_records",
