@@ -302,6 +302,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from privsim.results import write_json_atomic
     from privsim.scenarios import load_scenario
 
+    if args.trials < 4:
+        raise ValueError(
+            f"--trials {args.trials}: an audit needs at least 4 trials per side; "
+            "use --trials 100000 or more for a bound that can approach the claim"
+        )
     scenario = load_scenario(args.scenario)
     seed = scenario.seed if args.seed is None else args.seed
     with warnings.catch_warnings():
@@ -326,10 +331,31 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     )
     verdict = "EXCEEDS the claim" if result.exceeds_claim else "is below the claim"
     print(f"  the lower bound {verdict} ({result.seconds:.1f} s)")
-    name = f"audit-{scenario.name}-seed{seed}.json"
+    ceiling = _audit_ceiling(t.negatives, t.positives, result.claimed_delta, result.confidence)
+    if ceiling < result.claimed_epsilon:
+        needed = args.trials
+        while needed < 10**9 and _audit_ceiling(
+            needed // 2, needed // 2, result.claimed_delta, result.confidence
+        ) < result.claimed_epsilon:
+            needed *= 2
+        print(
+            f"privsim: warning: {args.trials} trials cannot resolve the claim: even a perfect "
+            f"distinguisher would show at most epsilon {ceiling:.3g} < {result.claimed_epsilon:.3g}; "
+            f"use --trials {needed} or more",
+            file=sys.stderr,
+        )
+    name = f"audit-{scenario.name}-seed{seed}-trials{args.trials}.json"
     out = write_json_atomic(name, {"rows": [result.row()]}, within=args.out)
     print(f"Rows {out}")
     return EXIT_NOT_MET if result.exceeds_claim else 0
+
+
+def _audit_ceiling(negatives: int, positives: int, delta: float, confidence: float) -> float:
+    """The largest lower bound an audit with these counted trials can give: no false
+    positive and no false negative."""
+    from privsim.audit.bounds import epsilon_lower_bound
+
+    return epsilon_lower_bound(0, negatives, 0, positives, delta, confidence)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:

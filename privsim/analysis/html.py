@@ -18,7 +18,13 @@ from typing import Any
 
 from privsim.analysis.html_figures import HtmlFigure, figure_block, study_figures
 from privsim.analysis.html_tables import cell_rates, markdown_to_html, sortable_table
-from privsim.analysis.summary import grid_columns, metrics_of, summarise, views_of
+from privsim.analysis.summary import (
+    grid_columns,
+    hashable_grid,
+    metrics_of,
+    summarise,
+    views_of,
+)
 from privsim.version import __version__
 
 __all__ = ["render_html", "study_toml", "with_base", "write_html"]
@@ -214,6 +220,7 @@ def render_html(frame: Any, *, results_dir: str, study: Mapping[str, Any] | None
     study = study or {}
     name = str(study.get("name") or Path(results_dir).name)
     study_text = study_toml(study) if study else ""
+    frame = hashable_grid(frame)  # a grid over a list-valued field groups by its text
     summary = summarise(frame)
     figures = study_figures(frame, results_dir)
     sections: list[tuple[str, str, str]] = []

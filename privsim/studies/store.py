@@ -199,7 +199,8 @@ class ResultStore:
             elif found != study:
                 raise StudyError(
                     f"{self.directory} holds results of a different study (name, seed, base or "
-                    "grid changed); use a new --out directory"
+                    "grid changed); to resume it, give the same study file and --set options; "
+                    "else use a new --out directory"
                 )
         except BaseException:
             self._db.execute("ROLLBACK")

@@ -78,7 +78,8 @@ def _check_same_study(out: Path, study: Study) -> dict[str, Any]:
         }:
             raise StudyError(
                 f"{out} holds results of a different study (name, seed, base or grid changed); "
-                "use a new --out directory"
+                "to resume it, give the same study file and --set options; else use a new "
+                "--out directory"
             )
     return mine
 

@@ -68,3 +68,16 @@ def test_cli_names_the_auditable_protocols(tmp_path: Path, capsys):
     path.write_text(tomli_w.dumps(dict(without[0].example)), encoding="utf-8")
     assert main(["audit", str(path), "--trials", "100", "--out", str(tmp_path)]) == 2
     assert "declares no audit plan" in capsys.readouterr().err
+
+
+def test_cli_warns_when_the_trials_cannot_resolve_the_claim(tmp_path: Path, capsys):
+    """10 trials (5 counted per side) cap any bound far below ε ≈ 0.94: a warning with a
+    trial count that could; the rows name their trial count, so runs do not overwrite."""
+    path = tmp_path / "s.toml"
+    path.write_text(tomli_w.dumps(dict(registry.get("dca").example)), encoding="utf-8")
+    assert main(["audit", str(path), "--trials", "10", "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "10 trials cannot resolve the claim" in err and "use --trials" in err
+    assert [p.name.endswith("-trials10.json") for p in (tmp_path / "o").glob("audit-*")] == [True]
+    assert main(["audit", str(path), "--trials", "1", "--out", str(tmp_path / "o")]) == 2
+    assert "--trials 1: an audit needs at least 4 trials" in capsys.readouterr().err

@@ -172,3 +172,20 @@ def test_blr_counts_the_papers_findings_per_cell() -> None:
 def test_a_study_without_rows_still_gives_a_page() -> None:
     page = render_html(pd.DataFrame(), results_dir="out", study={"name": "empty"})
     assert "Study report: empty" in page and 'class="plot"' not in page
+
+
+def test_a_grid_over_a_list_valued_field_gives_a_page() -> None:
+    """``threat.colluding_servers`` takes lists: the page groups cells by their text."""
+    frame = _rows(
+        **{
+            "protocol": ["dca"] * 4,
+            "grid.threat.colluding_servers": [[], [], ["compute-0"], ["compute-0"]],
+            "status": ["released"] * 4,
+            "privacy.achieved_epsilon": [0.9, 0.95, float("inf"), float("inf")],
+            "privacy.target_epsilon": [1.0] * 4,
+            "privacy.guarantee_met": [True, True, False, False],
+            "privacy.non_private": [False] * 4,
+        }
+    )
+    page = render_html(frame, results_dir="out", study={"name": "servers"})
+    assert "[compute-0]" in page and "Study report: servers" in page
