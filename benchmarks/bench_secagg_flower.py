@@ -4,6 +4,8 @@
     /tmp/flwr-venv/bin/python benchmarks/bench_secagg_flower.py --large    # + privsim at 10^4
     python benchmarks/bench_secagg_flower.py --large   # privsim only, with a note, without Flower
 
+Flower logs a traceback on stderr for each deliberately dropped client (add 2>/dev/null).
+
 Flower lives in an optional extra, installed in its own virtual environment so the
 project's stays clean (never in CI)::
 
@@ -131,7 +133,9 @@ def make_cell(n: int, d: int, dropout: float) -> Cell:
         threshold = (degree + 1) // 2 + 1
     else:
         degree, threshold = found.degree, found.threshold
-    return Cell(n=n, d=d, degree=degree, threshold=threshold, dropped=tuple(range(int(dropout * n))))
+    return Cell(
+        n=n, d=d, degree=degree, threshold=threshold, dropped=tuple(range(int(dropout * n)))
+    )
 
 
 def run_privsim(cell: Cell) -> Timing:
@@ -214,7 +218,10 @@ def run_flower(cell: Cell, rounds: int) -> Timing:
     def offline(msg: Message, ctxt: Context, call_next: Callable[..., Message]) -> Message:
         configs = msg.content.config_records.get(RECORD_KEY_CONFIGS)
         stage = configs.get(Key.STAGE) if configs is not None else None
-        if stage == Stage.COLLECT_MASKED_VECTORS and int(ctxt.node_config["partition-id"]) in dropped:
+        if (
+            stage == Stage.COLLECT_MASKED_VECTORS
+            and int(ctxt.node_config["partition-id"]) in dropped
+        ):
             raise ConnectionError("client dropped before sending its masked input")
         return call_next(msg, ctxt)
 
