@@ -38,6 +38,13 @@ def path_inside(directory: str | Path, path: str | Path) -> Path:
     return resolved
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it, and set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(
     path: str | Path, data: dict[str, Any], *, within: str | Path | None = None
 ) -> Path:
@@ -53,6 +60,7 @@ def write_json_atomic(
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # as open() would have made it, not mkstemp's 0600
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -102,3 +102,19 @@ def test_run_into_an_out_that_is_a_file_is_a_named_error(tmp_path, capsys):
     assert main(["run", str(scenario), "--out", str(tmp_path / "taken")]) == 2
     assert "is a file; choose a directory" in capsys.readouterr().err
     assert (tmp_path / "taken").read_text() == "mine"
+
+
+def test_result_files_get_the_umask_permissions_not_0600(tmp_path):
+    """An atomic write goes through a private temporary file; the result is readable as a
+    file written with open() would be (0666 less the umask)."""
+    import os
+    import stat
+
+    from privsim.results import write_json_atomic
+
+    old = os.umask(0o022)
+    try:
+        path = write_json_atomic("r.json", {"a": 1}, within=tmp_path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
