@@ -104,10 +104,11 @@ def test_sigint_stops_a_sweep_keeping_every_finished_row(tmp_path):
 
 
 def test_sigint_stops_a_run_with_one_line(tmp_path):
-    # key agreement of 5000 clients with 3 nodes: several seconds
+    # key agreement of 40,000 clients with 3 nodes (120,000 pairs at about 85 µs each):
+    # about 10 s on an idle machine, so the run is still going when the 2 s line comes
     path = scenario_file(
         tmp_path,
-        population={"clients": 5000, "compute_nodes": 3},
+        population={"clients": 40_000, "compute_nodes": 3},
         network={"encryption": "aes-gcm"},
     )
     proc = privsim_process(
