@@ -534,3 +534,32 @@ def test_mutation_helpers_copy_only_the_path():
     out = _set(base, ("a", "b", 1), "x")
     assert out == {"a": {"b": [1, "x"]}, "c": 1} and base == {"a": {"b": [1, 2]}, "c": 1}
     assert _set(base, ("a",), None, delete=True) == {"c": 1}
+
+
+#: Inputs met while building the protocols (dotted changes to the small quickstart) and
+#: the field the error must name; ``None``: the scenario must run.
+MET: list[tuple[dict[str, Any], str | None]] = [
+    ({"dca.false_claims": -1}, "dca.false_claims"),
+    ({"dca.false_claims": 3}, "dca.false_claims"),  # no colluding compute node to claim
+    ({"dca.shares": "shamir"}, "dca.threshold"),  # a threshold is needed
+    ({"dca.shares": "shamir", "dca.threshold": 9}, "dca.threshold"),  # above M
+    ({"dca.noise": "skellam", "dca.modulus_bits": 4}, "dca.modulus_bits"),  # wraps
+    ({"baseline": True, "faults.crashes": [["compute-0", 0.0]]}, None),  # TA has no nodes
+]
+
+
+@pytest.mark.parametrize(("changes", "field"), MET, ids=[str(c) for c, _ in MET])
+def test_inputs_met_while_building_run_or_name_their_field(changes, field):
+    from privsim.scenarios.convert import set_fields
+    from privsim.scenarios.schema import Scenario as _Scenario
+
+    small = SCENARIOS["quickstart"]
+    for table, values in SMALL["quickstart"].items():
+        small = {**small, table: {**small.get(table, {}), **values}}
+    data = set_fields(small, {"network.encryption": "none", **changes})
+    if field is None:
+        assert run(_Scenario.from_dict(data)).to_dict()["methods"]
+        return
+    with pytest.raises((FieldError, ScenarioError)) as info:
+        run(_Scenario.from_dict(data))
+    assert info.value.field == field and "Fix:" in str(info.value)
