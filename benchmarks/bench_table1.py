@@ -16,7 +16,7 @@ its distributed Spark implementation's, without encryption (Heikkilä et al. 201
 ``--scale`` runs the largest cell with full and seed-compressed shares, encryption off and
 on, and measures in each cell's process, just before its round, the machine's floor for
 that round (benchmarks/dca_floor.py: share generation and AES-GCM with the raw
-primitives on the same threads), so floor and cell see the same load.
+primitives on one core, divided by the cores), so floor and cell see the same load.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -98,9 +99,17 @@ def child(n: int, d: int, encryption: str, delivery: str, shares: str, floor: bo
     sim = simulate(sc)
     wall = time.perf_counter() - start
     keys = sim.world.channels.key_agreement_seconds
+    from privsim.kit.securesum.pool import WorkerStats
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    workers = WorkerStats.cpu_seconds if sim.delivery == "batched" else ()
     print(
         json.dumps(
             {
+                "workers": len(workers),
+                "worker_cpu": list(workers),
+                # Every process's own peak added: a bound on the round's resident memory.
+                "peak_total_mib": own + len(workers) * WorkerStats.peak_bytes / 2**20,
                 "wall": wall,
                 "keys": keys,
                 "round": wall - keys,
@@ -147,6 +156,11 @@ def measure(
     return result
 
 
+def _peak(cell: dict) -> float:
+    """MiB of the cell's process, or of it and its worker processes together."""
+    return max(cell["peak_mib"], cell.get("peak_total_mib", 0.0))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -185,7 +199,7 @@ def main() -> None:
         paper = PAPER[(n, d)]
         speedup = paper / off["round"]
         ratio = on["round"] / off["round"]
-        peak = max(off["peak_mib"], on["peak_mib"])
+        peak = max(_peak(off), _peak(on))
         limit = 2 if args.shares == "seeded" else 4
         marks = [
             ">=10x paper" if speedup >= 10 else "<10x paper",
@@ -194,7 +208,7 @@ def main() -> None:
         ]
         print(
             f"{n:>7}{d:>7}{paper:>9.2f}{off['round']:>8.2f}{speedup:>9.0f}{on['round']:>8.2f}"
-            f"{ratio:>8.1f}{on['keys']:>8.1f}{off['peak_mib']:>9.0f}{on['peak_mib']:>8.0f}  {', '.join(marks)}",
+            f"{ratio:>8.1f}{on['keys']:>8.1f}{_peak(off):>9.0f}{_peak(on):>8.0f}  {', '.join(marks)}",
             flush=True,
         )
         rows.append({"N": n, "d": d, "paper_s": paper, "off": off, "on": on})
@@ -219,7 +233,7 @@ def main() -> None:
 def scale(out: str, n: int = 10**5, d: int = 10**4) -> None:
     """The largest cell, full and seed-compressed shares, encryption off and on, each with
     its floor measured in its own process just before the round."""
-    print(f"N = {n}, d = {d}, M = {M}; floor = share generation + AES-GCM on the same threads")
+    print(f"N = {n}, d = {d}, M = {M}; floor = share generation + AES-GCM, one core's time / cores")
     header = (
         f"{'shares':<8}{'encryption':<11}{'round s':>9}{'floor s':>9}{'round/floor':>13}"
         f"{'GCM MB/s/thr':>14}{'client KB':>11}{'MiB':>6}{'load':>6}"
@@ -237,7 +251,7 @@ def scale(out: str, n: int = 10**5, d: int = 10**4) -> None:
             print(
                 f"{shares:<8}{enc:<11}{r['round']:>9.1f}{floor:>9.1f}{r['round'] / floor:>13.2f}"
                 f"{r.get('aead_mb_per_s_per_thread', float('nan')):>14.0f}"
-                f"{r['client_bytes'] / 1e3:>11.1f}{r['peak_mib']:>6.0f}{r['load']:>6.1f}",
+                f"{r['client_bytes'] / 1e3:>11.1f}{_peak(r):>6.0f}{r['load']:>6.1f}",
                 flush=True,
             )
             rows.append({"shares": shares, "encryption": enc, **r})

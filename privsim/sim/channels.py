@@ -38,6 +38,7 @@ __all__ = [
     "ChannelError",
     "SecureChannels",
     "hkdf_sha256",
+    "seal_and_open_batch",
 ]
 
 NONCE_BYTES = 12
@@ -251,53 +252,87 @@ class SecureChannels:
         bookkeeping vectorised (batched delivery)."""
         if not sources:
             return
-        dst_role, j = self._where[dst]
-        src_role = self._where[sources[0]][0]
-        table = self._table(src_role, dst_role)
-        idx = np.array([self._where[s][1] for s in sources], dtype=np.int64)
-        usable = (
-            table.dense
-            and all(self._where[s][0] == src_role for s in sources)
-            and not any((s, dst) in self._ahead for s in sources)
-        )
-        if usable:
-            missing = ~table.agreed[idx, j]
-            if missing.any():
-                self.agree((sources[r], dst) for r in np.flatnonzero(missing).tolist())
-            counters = table.next[idx, j]
-            usable = bool(np.array_equal(counters, table.floor[idx, j]))
-        if not usable:
+        reserved = self.reserve_rows(sources, dst)
+        if reserved is None:
             for r, src in enumerate(sources):
                 opened = self.open(src, dst, self.seal(src, dst, prefix + rows[r].tobytes()))
                 rows[r] = np.frombuffer(opened, dtype=np.uint64, offset=len(prefix))
             return
-        keys = table.keys[idx, j]
+        seal_and_open_batch(sources, dst, prefix, rows, *reserved)
+
+    def reserve_rows(
+        self, sources: list[str], dst: str
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]] | None:
+        """Reserve one message ``sources[r] -> dst`` per r: agree missing keys, take each
+        direction's next nonce counter and accept it at the receiver, as a seal then an
+        open in order would. Returns each row's key ``(n, 32)`` and nonce counter ``(n,)``
+        for :func:`seal_and_open_batch` (which needs no channel state, so it can run on
+        another process), or None when a row cannot take the bulk path (sparse tables,
+        out-of-order arrivals pending, a counter not at the receiver's floor, mixed roles);
+        then seal and open those rows one at a time."""
+        if not sources:
+            return np.zeros((0, 32), dtype=np.uint8), np.zeros(0, dtype=np.int64)
+        dst_role, j = self._where[dst]
+        src_role = self._where[sources[0]][0]
+        table = self._table(src_role, dst_role)
+        if not (
+            table.dense
+            and all(self._where[s][0] == src_role for s in sources)
+            and not any((s, dst) in self._ahead for s in sources)
+        ):
+            return None
+        idx = np.array([self._where[s][1] for s in sources], dtype=np.int64)
+        missing = ~table.agreed[idx, j]
+        if missing.any():
+            self.agree((sources[r], dst) for r in np.flatnonzero(missing).tolist())
+        counters = table.next[idx, j]
+        if not np.array_equal(counters, table.floor[idx, j]):
+            return None
         table.next[idx, j] = counters + 1
-        cut = len(prefix)
-        # Reused buffers: allocating and freeing a large buffer per message costs more
-        # than encrypting it.
-        plain = bytearray(cut + rows.shape[1] * 8)
-        plain[:cut] = prefix
-        plain_values = np.frombuffer(plain, dtype=np.uint64, offset=cut)
-        sealed = bytearray(len(plain) + TAG_BYTES)
-        opened_buf = bytearray(len(plain))
-        opened_words = np.frombuffer(opened_buf, dtype=np.uint64, offset=cut)
-        for r, src in enumerate(sources):
-            aead = AESGCM(keys[r].tobytes())
-            nonce = int(counters[r]).to_bytes(NONCE_BYTES, "big")
-            aad = f"{src}>{dst}".encode()
-            plain_values[:] = rows[r]
-            aead.encrypt_into(nonce, plain, aad, sealed)
-            try:
-                aead.decrypt_into(nonce, sealed, aad, opened_buf)
-            except InvalidTag:  # pragma: no cover - the same key on both ends
-                raise ChannelError(f"authentication failed for message {src}>{dst}") from None
-            if opened_buf[:cut] != prefix:
-                raise ChannelError(f"{src}>{dst}: unexpected message")
-            rows[r] = opened_words
         table.floor[idx, j] = counters + 1
+        return table.keys[idx, j], counters
 
     def keys_for(self, src_role: str, dst_role: str) -> npt.NDArray[np.uint8] | None:
         """The dense key table ``(n_src, n_dst, 32)`` of a role pair, if it has one."""
         table = self._tables.get((src_role, dst_role))
         return table.keys if table is not None and table.dense else None
+
+
+def seal_and_open_batch(
+    sources: list[str],
+    dst: str,
+    prefix: bytes,
+    rows: npt.NDArray[np.uint64],
+    keys: npt.NDArray[np.uint8],
+    counters: npt.NDArray[np.int64],
+) -> None:
+    """Seal ``prefix + rows[r]`` from ``sources[r]`` to ``dst`` with AES-256-GCM under
+    ``keys[r]`` and nonce ``counters[r]`` (header ``src>dst`` as associated data), open it
+    as the receiver does, and write the opened values back into ``rows``: the bulk path
+    of :meth:`SecureChannels.seal_and_open_rows`, with keys and nonces reserved by
+    :meth:`SecureChannels.reserve_rows`."""
+    if not sources:
+        return
+    cut = len(prefix)
+    # Reused buffers: allocating and freeing a large buffer per message costs more
+    # than encrypting it.
+    plain = bytearray(cut + rows.shape[1] * 8)
+    plain[:cut] = prefix
+    plain_values = np.frombuffer(plain, dtype=np.uint64, offset=cut)
+    sealed = bytearray(len(plain) + TAG_BYTES)
+    opened_buf = bytearray(len(plain))
+    opened_words = np.frombuffer(opened_buf, dtype=np.uint64, offset=cut)
+    suffix = f">{dst}".encode()
+    for r, (src, counter) in enumerate(zip(sources, counters.tolist(), strict=True)):
+        aead = AESGCM(keys[r].tobytes())
+        nonce = counter.to_bytes(NONCE_BYTES, "big")
+        aad = src.encode() + suffix
+        plain_values[:] = rows[r]
+        aead.encrypt_into(nonce, plain, aad, sealed)
+        try:
+            aead.decrypt_into(nonce, sealed, aad, opened_buf)
+        except InvalidTag:  # pragma: no cover - the same key on both ends
+            raise ChannelError(f"authentication failed for message {src}>{dst}") from None
+        if opened_buf[:cut] != prefix:
+            raise ChannelError(f"{src}>{dst}: unexpected message")
+        rows[r] = opened_words

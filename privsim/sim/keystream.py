@@ -61,6 +61,10 @@ class KeyStream:
         # Cipher contexts and scratch buffers are per thread: batched rounds run on threads.
         self._local = threading.local()
 
+    def __reduce__(self) -> tuple[type[KeyStream], tuple[bytes, str]]:
+        """Pickle as key and name (a worker process rebuilds its own cipher contexts)."""
+        return (KeyStream, (self._key, self.name))
+
     def _ecb(self) -> tuple[Any, bytearray]:
         local = self._local
         if not hasattr(local, "ecb"):

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from privsim import registry
 from privsim.kit.result import without_timing
+from privsim.kit.securesum.pool import ENV as ROUND_PROCESSES
 from privsim.runs import run
 from privsim.scenarios.schema import Scenario
+from privsim.sim.lifetime import die_with_parent
 from privsim.studies.study import Task, apply_fields
 from privsim.version import __version__
 
@@ -123,44 +123,6 @@ def _present(section: dict[str, Any]) -> dict[str, Any]:
 
 
 _BLAS_LIMITED = False
-#: Seconds between two checks of the watchdog that ends an orphaned worker (off Linux).
-WATCHDOG_EVERY = 1.0
-#: prctl option: the signal the kernel sends this process when its parent dies (Linux).
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent_linux() -> bool:
-    """Ask the kernel for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``); False
-    where that is unavailable."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _exit_now() -> None:
-    os._exit(1)
-
-
-def _watch_parent(parent: int, on_orphan: Callable[[], None] = _exit_now) -> None:
-    """Portable fallback: a daemon thread that ends this process (``on_orphan``) once it
-    is re-parented (its parent died)."""
-
-    def watch() -> None:
-        while True:
-            time.sleep(WATCHDOG_EVERY)
-            if os.getppid() != parent:
-                on_orphan()
-                return
-
-    threading.Thread(target=watch, name="privsim-parent-watchdog", daemon=True).start()
-
-
 def init_worker_process(parent: int | None = None) -> None:
     """Set up a study worker process: it ignores Ctrl-C (the sweep stops its workers
     itself and keeps the finished rows, with no traceback from each worker), and it ends
@@ -169,11 +131,9 @@ def init_worker_process(parent: int | None = None) -> None:
     ``forkserver`` and ``spawn`` start methods the parent is whoever started it, and a
     forkserver ends with the sweep."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    expected = os.getppid() if parent is None else parent
-    if not _die_with_parent_linux():
-        _watch_parent(expected)
-    if os.getppid() != expected:  # the parent died before the request above
-        os._exit(1)
+    die_with_parent(parent)
+    # The sweep already runs a worker per core: a round inside a row stays in its process.
+    os.environ.setdefault(ROUND_PROCESSES, "1")
 
 
 def _one_blas_thread() -> None:

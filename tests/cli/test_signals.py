@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from privsim.studies import worker
+from privsim.sim import lifetime
 from tests.cli.helpers import privsim_process, scenario_file, study_file
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -179,6 +179,6 @@ def test_workers_end_when_the_sweep_is_killed(tmp_path):
 
 def test_the_watchdog_fallback_ends_a_worker_whose_parent_changed(monkeypatch):
     ended = threading.Event()
-    monkeypatch.setattr(worker, "WATCHDOG_EVERY", 0.01)
-    worker._watch_parent(os.getppid() + 1_000_000, ended.set)  # as if re-parented
+    monkeypatch.setattr(lifetime, "WATCHDOG_EVERY", 0.01)
+    lifetime.watch_parent(os.getppid() + 1_000_000, ended.set)  # as if re-parented
     assert ended.wait(10)

@@ -66,6 +66,18 @@ class IntegerClientInputs(ClientInputs):
         """x̃_i = round(s·clip(z_i)), x_i = x̃_i + ν_i mod 2^b, and its M additive shares
         (full, or seed-compressed: ``share_mode``); ``eta`` holds ν_i/s, ``z`` the real z_i."""
         idx = np.atleast_1d(np.asarray(clients, dtype=np.int64))
+        z, eta, x = self.encoded(idx)
+        # Additive shares in Z_{2^64} (full or seed-compressed) sum to x mod 2^64, hence
+        # to x mod 2^b; full shares are also reduced mod 2^b, as the protocol sends them.
+        shares, seeds = self.split(idx, x)
+        if seeds is None and self.setup.bits < 64:
+            shares &= np.uint64((1 << self.setup.bits) - 1)
+        return ClientMessages(clients=idx, z=z, eta=eta, shares=shares, seeds=seeds)
+
+    def encoded(
+        self, idx: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint64]]:
+        """The real z_i, the noise ν_i/s and x_i = round(s·clip(z_i)) + ν_i mod 2^b."""
         d = self.data.dimension
         setup = self.setup
         mech, bits = setup.mechanism, setup.bits
@@ -81,9 +93,4 @@ class IntegerClientInputs(ClientInputs):
             else:
                 noise[row] = sample_skellam(rng, setup.parameter, d)
         x = to_modular(values + noise, bits)
-        # Additive shares in Z_{2^64} (full or seed-compressed) sum to x mod 2^64, hence
-        # to x mod 2^b; full shares are also reduced mod 2^b, as the protocol sends them.
-        shares, seeds = self.split(idx, x)
-        if seeds is None and bits < 64:
-            shares &= np.uint64((1 << bits) - 1)
-        return ClientMessages(clients=idx, z=z, eta=noise / mech.scale, shares=shares, seeds=seeds)
+        return z, noise / mech.scale, x

@@ -23,10 +23,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from privsim.kit import shamir
-from privsim.kit.securesum import threshold as shamir_dca
+from privsim.kit.securesum import pool
 from privsim.kit.securesum.behaviours import DcaPlan, agree, claimed_received
 from privsim.kit.securesum.inputs import ClientInputs
+from privsim.kit.securesum.job import CHUNK_BYTES, ChannelMaterial, Sealer, ShareJob
 from privsim.kit.securesum.messages import SeedShare, Share
 from privsim.kit.securesum.seeded import SEED_WORDS
 from privsim.sim.agent import Agent, Behaviour
@@ -43,8 +43,6 @@ __all__ = [
     "share_sizes",
 ]
 
-#: Target bytes of shares per chunk of clients (all M nodes' shares together).
-CHUNK_BYTES = 8 << 20
 #: Worker threads for the share round (the machine's cores, at most 4).
 THREADS = min(4, os.cpu_count() or 1)
 
@@ -83,8 +81,15 @@ class ShareRound:
 
     def __init__(self, world: World, plan: DcaPlan, inputs: ClientInputs) -> None:
         self.world, self.plan, self.inputs = world, plan, inputs
-        self.header = _share_header(plan.kinds.share, plan.dimension)
-        self.seed_header = _seed_header(plan.kinds.seed_share)
+        self.job = ShareJob(
+            inputs=inputs,
+            clients=tuple(plan.clients),
+            nodes=tuple(plan.nodes),
+            share_mode=plan.share_mode,
+            dimension=plan.dimension,
+            header=_share_header(plan.kinds.share, plan.dimension),
+            seed_header=_seed_header(plan.kinds.seed_share),
+        )
         self._agreed: bytes | None = None
         self._sums: npt.NDArray[np.uint64] | None = None
 
@@ -97,67 +102,58 @@ class ShareRound:
             self._agreed = key
         return self._sums[node].copy()
 
+    def _reserve(self, clients: npt.NDArray[np.int64]) -> ChannelMaterial | None:
+        """Every agreed client's key and nonce to each node, taken from the channels in
+        one step (as if each share were sealed and opened in turn); None if a node's
+        channel cannot take the bulk path."""
+        names = [self.plan.clients[i] for i in clients.tolist()]
+        keys, counters = [], []
+        for node in self.plan.nodes:
+            reserved = self.world.channels.reserve_rows(names, node)
+            if reserved is None:
+                return None
+            keys.append(reserved[0])
+            counters.append(reserved[1])
+        return ChannelMaterial(tuple(self.plan.nodes), tuple(keys), tuple(counters))
+
     def _stream(self, clients: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
-        """Chunks of clients on worker threads (NumPy and the ciphers release the GIL);
-        each returns its partial sums, added in Z_{2^64}, so the result is exact and
-        independent of scheduling."""
-        m, d = len(self.plan.nodes), self.plan.dimension
-        sums = np.zeros((m, d), dtype=np.uint64)
+        """The nodes' sums over ``clients``: on worker processes when the round is large
+        (:mod:`~privsim.kit.securesum.pool`), else in chunks on worker threads (NumPy and
+        the large cipher calls release the GIL). Partial sums are added in Z_{2^64} (or
+        F_p), so the result is exact and independent of how the work was split."""
+        job = self.job
+        channel: ChannelMaterial | None = None
+        if self.world.bus.encrypt:
+            channel = self._reserve(clients)
+            if channel is None:  # one share at a time through the world's channels
+                return job.sums(clients, None, self._channel_sealer())
+        words = clients.size * len(job.nodes) * job.dimension
+        if pool.use_processes(words):
+            return pool.node_sums(job, clients, channel)
+        m, d = len(job.nodes), job.dimension
         step = max(1, CHUNK_BYTES // (8 * m * d))
-        chunks = [clients[lo : lo + step] for lo in range(0, clients.size, step)]
-        if len(chunks) <= 1 or THREADS <= 1:
-            for chunk in chunks:
-                sums = self._add(sums, self._chunk_sums(chunk))
+        parts = [slice(lo, min(clients.size, lo + step)) for lo in range(0, clients.size, step)]
+
+        def part_sums(rows: slice) -> npt.NDArray[np.uint64]:
+            return job.chunk_sums(clients[rows], channel, rows)
+
+        sums = np.zeros((m, d), dtype=np.uint64)
+        if len(parts) <= 1 or THREADS <= 1:
+            for rows in parts:
+                sums = job.add(sums, part_sums(rows))
             return sums
-        with ThreadPoolExecutor(max_workers=THREADS) as pool:
-            for partial in pool.map(self._chunk_sums, chunks):
-                sums = self._add(sums, partial)
+        with ThreadPoolExecutor(max_workers=THREADS) as threads:
+            for partial in threads.map(part_sums, parts):
+                sums = job.add(sums, partial)
         return sums
 
-    def _add(self, a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-        """Partial sums added in Z_{2^64}, or in F_p with Shamir shares."""
-        if self.plan.share_mode == "shamir":
-            return shamir.add(a, b)
-        a += b
-        return a
+    def _channel_sealer(self) -> Sealer:
+        channels, nodes = self.world.channels, self.plan.nodes
 
-    def _chunk_sums(self, clients: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
-        chunk = self.inputs.messages(clients)
-        if self.world.bus.encrypt:
-            if chunk.seeds is not None:
-                self._seeds_through_channels(chunk.clients, chunk.seeds)
-                # Node k >= 1 adds the expansion of the seed it opened (the same bytes:
-                # AES-GCM authenticated them), so re-expanding would change nothing.
-                self._through_channels(chunk.clients, chunk.shares, nodes=1)
-            else:
-                self._through_channels(chunk.clients, chunk.shares)
-        if self.plan.share_mode == "shamir":
-            return np.stack(
-                [
-                    shamir_dca.node_total(chunk.shares[:, k], self.plan.dimension)
-                    for k in range(chunk.shares.shape[1])
-                ]
-            )
-        return np.asarray(chunk.shares.sum(axis=0, dtype=np.uint64))
+        def seal(names: list[str], k: int, header: bytes, rows: npt.NDArray[np.uint64]) -> None:
+            channels.seal_and_open_rows(names, nodes[k], header, rows)
 
-    def _through_channels(
-        self, clients: npt.NDArray[np.int64], shares: npt.NDArray[np.uint64], nodes: int = 0
-    ) -> None:
-        """Seal each share under its client->node key and open it as the node does; the
-        node adds what it decrypted, so the opened values replace the shares. ``nodes``
-        limits this to the first ``nodes`` nodes (0: all)."""
-        names = [self.plan.clients[i] for i in clients.tolist()]
-        for k, node in enumerate(self.plan.nodes[: nodes or None]):
-            # Each row shares[i, k] is contiguous: seal from and open into it in place.
-            self.world.channels.seal_and_open_rows(names, node, self.header, shares[:, k])
-
-    def _seeds_through_channels(
-        self, clients: npt.NDArray[np.int64], seeds: npt.NDArray[np.uint64]
-    ) -> None:
-        """Seal each seed s_{i,k} to node k ≥ 1 and open it as the node does."""
-        names = [self.plan.clients[i] for i in clients.tolist()]
-        for k, node in enumerate(self.plan.nodes[1:]):
-            self.world.channels.seal_and_open_rows(names, node, self.seed_header, seeds[:, k])
+        return seal
 
 
 class NodeSums(Protocol):

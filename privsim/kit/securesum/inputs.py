@@ -75,13 +75,23 @@ class ClientInputs:
     def messages(self, clients: npt.ArrayLike) -> ClientMessages:
         """η_i ~ N(0, σ²_client I), x_i = encode(z_i + η_i), and the M additive shares."""
         idx = np.atleast_1d(np.asarray(clients, dtype=np.int64))
-        d = self.data.dimension
-        z = self.data.rows(idx)
-        eta = self.noise.normal(idx, d)
-        eta *= self.noise_std
-        x = encode_fixed(z + eta, self.fraction_bits)
+        z, eta, x = self.encoded(idx)
         shares, seeds = self.split(idx, x)
         return ClientMessages(clients=idx, z=z, eta=eta, shares=shares, seeds=seeds)
+
+    def encoded(self, idx: npt.NDArray[np.int64]) -> tuple[F64, F64, npt.NDArray[np.uint64]]:
+        """Clients ``idx``'s data z_i, noise η_i and the encoded input x_i to be shared."""
+        z = self.data.rows(idx)
+        eta = self.noise.normal(idx, self.data.dimension)
+        eta *= self.noise_std
+        x = encode_fixed(z + eta, self.fraction_bits)
+        return z, eta, x
+
+    def share_seeds(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        """With seed-compressed shares, each client's M − 1 seeds, shape (n, M − 1, 4)."""
+        m = self.n_nodes
+        seeds = self.randomness.words(idx, 0, SEED_WORDS * (m - 1))
+        return seeds.reshape(idx.size, m - 1, SEED_WORDS)
 
     def split(
         self, idx: npt.NDArray[np.int64], x: npt.NDArray[np.uint64]
@@ -91,8 +101,7 @@ class ClientInputs:
         m, d = self.n_nodes, x.shape[1]
         shares = np.empty((idx.size, m, d), dtype=np.uint64)
         if self.share_mode == "seeded":
-            seeds = self.randomness.words(idx, 0, SEED_WORDS * (m - 1))
-            seeds = seeds.reshape(idx.size, m - 1, SEED_WORDS)
+            seeds = self.share_seeds(idx)
             seeded_shares(x, seeds, shares)
             return shares, seeds
         if self.share_mode == "shamir":

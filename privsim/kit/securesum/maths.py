@@ -10,8 +10,6 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from privsim.kit.intnoise.modulus import from_modular
-
 __all__ = [
     "FixedPointRangeError",
     "client_noise_std",
@@ -46,16 +44,19 @@ def encode_fixed(x: npt.ArrayLike, fraction_bits: int) -> U64:
     """
     arr = np.asarray(x, dtype=np.float64)
     bound = fixed_point_bound(fraction_bits)
-    if not np.all(np.isfinite(arr)):
+    # Two reductions instead of |x| and a finiteness mask (the share round's hot path):
+    # max and min propagate a NaN, and an infinity is not finite either.
+    peak = max(float(arr.max()), -float(arr.min())) if arr.size else 0.0
+    if not math.isfinite(peak):
         raise FixedPointRangeError("fixed-point encoding got a NaN or infinite value")
-    peak = float(np.max(np.abs(arr))) if arr.size else 0.0
     if peak >= bound:
         raise FixedPointRangeError(
             f"value {peak:.6g} is outside the fixed-point range (-{bound:.6g}, {bound:.6g}) "
             f"= ±2^{63 - fraction_bits} for fraction_bits = {fraction_bits}; lower fraction_bits "
             "or scale the data down"
         )
-    scaled = np.rint(arr * float(2**fraction_bits))
+    scaled = np.multiply(arr, float(2**fraction_bits))
+    np.rint(scaled, out=scaled)
     return scaled.astype(np.int64).view(np.uint64)
 
 
@@ -71,6 +72,10 @@ def decode_sum(u: npt.ArrayLike, fraction_bits: int, modulus_bits: int = 64) -> 
     :func:`decode_fixed` (sums in Z_{2^64} reduce mod any 2^b, as 2^b divides 2^64)."""
     if modulus_bits == 64:
         return decode_fixed(u, fraction_bits)
+    # Imported here: the intnoise package brings its accountant (dp-accounting, scipy),
+    # which the share round's worker processes do not need.
+    from privsim.kit.intnoise.modulus import from_modular
+
     return from_modular(u, modulus_bits).astype(np.float64) / float(2**fraction_bits)
 
 

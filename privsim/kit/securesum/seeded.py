@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-__all__ = ["SEED_BYTES", "SEED_WORDS", "expand", "expand_into", "seeded_shares"]
+__all__ = ["SEED_BYTES", "SEED_WORDS", "add_expansions", "expand", "expand_into", "seeded_shares"]
 
 U64 = npt.NDArray[np.uint64]
 
@@ -69,3 +69,22 @@ def seeded_shares(x: U64, seeds: U64, shares: U64) -> None:
         np.subtract(x, shares[:, 0], out=shares[:, 0])
     else:
         shares[:, 0] = x
+
+
+def add_expansions(x: U64, seeds: U64, node_sums: U64) -> U64:
+    """The seeded round's sums without its (n, M, d) share array: add
+    Σ_i G(s_{i,k}) into ``node_sums[k − 1]`` for k = 1 .. M − 1 (what node k computes
+    from the seeds it received), and return the corrections c_i = x_i − Σ_{k≥1} G(s_{i,k})
+    (n, d), all in Z_{2^64}. The same words as :func:`seeded_shares`; each expansion is
+    made once, for a chunk of clients at a time, and stays in cache while it is used."""
+    n, m1, _ = seeds.shape
+    corrections = x.copy()
+    expanded = np.empty_like(x)
+    raw = seeds.tobytes()
+    for k in range(m1):
+        for i in range(n):
+            at = (i * m1 + k) * SEED_BYTES
+            expand_into(raw[at : at + SEED_BYTES], expanded[i])
+        node_sums[k] += expanded.sum(axis=0, dtype=np.uint64)
+        corrections -= expanded
+    return corrections
