@@ -273,15 +273,16 @@ class SecureChannels:
         if not sources:
             return np.zeros((0, 32), dtype=np.uint8), np.zeros(0, dtype=np.int64)
         dst_role, j = self._where[dst]
-        src_role = self._where[sources[0]][0]
+        where = [self._where[s] for s in sources]
+        src_role = where[0][0]
         table = self._table(src_role, dst_role)
         if not (
             table.dense
-            and all(self._where[s][0] == src_role for s in sources)
-            and not any((s, dst) in self._ahead for s in sources)
+            and all(role == src_role for role, _ in where)
+            and not (self._ahead and any((s, dst) in self._ahead for s in sources))
         ):
             return None
-        idx = np.array([self._where[s][1] for s in sources], dtype=np.int64)
+        idx = np.array([i for _, i in where], dtype=np.int64)
         missing = ~table.agreed[idx, j]
         if missing.any():
             self.agree((sources[r], dst) for r in np.flatnonzero(missing).tolist())

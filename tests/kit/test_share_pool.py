@@ -58,7 +58,7 @@ def test_worker_processes_release_the_same_bytes_as_one_process(shares, encrypti
     )
     monkeypatch.setenv(pool.ENV, "1")
     alone = _fingerprint(simulate(scenario, seed=11))
-    monkeypatch.setattr(pool, "MIN_WORDS", 0)
+    monkeypatch.setattr(pool, "MIN_SECONDS", 0.0)
     monkeypatch.setattr(pool, "SLICES_PER_WORKER", 3)  # uneven slices, out-of-order replies
     monkeypatch.setenv(pool.ENV, "2")
     pooled = simulate(scenario, seed=11)
@@ -95,7 +95,30 @@ def test_the_worker_count_is_read_from_the_environment(monkeypatch):
     monkeypatch.setenv(pool.ENV, "3")
     assert pool.workers() == 3
     monkeypatch.setenv(pool.ENV, "1")
-    assert not pool.use_processes(10**12)
+    assert not pool.use_processes(1e6)
     monkeypatch.setenv(pool.ENV, "two")
     with pytest.raises(ValueError, match=f"{pool.ENV}='two'.*whole number"):
         pool.workers()
+
+
+def test_a_job_that_does_not_pickle_stays_in_its_process(monkeypatch):
+    monkeypatch.setenv(pool.ENV, "2")
+    stream = KeyStream(bytes(16), "test")
+    inputs = ClientInputs(
+        data=BrokenData(),
+        noise=stream,
+        randomness=stream,
+        noise_std=1.0,
+        fraction_bits=16,
+        n_nodes=2,
+    )
+    job = ShareJob(
+        inputs=inputs,
+        clients=("a", "b"),
+        nodes=(lambda: None,),  # type: ignore[arg-type]  # a lambda does not pickle
+        share_mode="full",
+        dimension=3,
+        header=b"",
+        seed_header=b"",
+    )
+    assert pool.node_sums(job, np.arange(2, dtype=np.int64), None) is None

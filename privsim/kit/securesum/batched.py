@@ -127,9 +127,17 @@ class ShareRound:
             channel = self._reserve(clients)
             if channel is None:  # one share at a time through the world's channels
                 return job.sums(clients, None, self._channel_sealer())
-        words = clients.size * len(job.nodes) * job.dimension
-        if pool.use_processes(words):
-            return pool.node_sums(job, clients, channel)
+        seconds = pool.round_seconds(
+            clients.size,
+            len(job.nodes),
+            job.dimension,
+            seeded=job.share_mode == "seeded",
+            sealed=channel is not None,
+        )
+        if pool.use_processes(seconds):
+            pooled = pool.node_sums(job, clients, channel)
+            if pooled is not None:
+                return pooled
         m, d = len(job.nodes), job.dimension
         step = max(1, CHUNK_BYTES // (8 * m * d))
         parts = [slice(lo, min(clients.size, lo + step)) for lo in range(0, clients.size, step)]

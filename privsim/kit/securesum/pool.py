@@ -18,8 +18,9 @@ may be running threads, and never a re-import of the user's script, as the
 ``multiprocessing`` start methods other than fork do), ignore Ctrl-C (the round's
 process stops them) and die with their parent.
 
-Processes are used when a round has at least :data:`MIN_WORDS` share words (below that,
-starting them costs more than they save) and more than one worker is allowed:
+Processes are used when a round is estimated at :data:`MIN_SECONDS` of one core's work
+or more (:func:`round_seconds`; below that, starting them costs more than they save) and
+more than one worker is allowed:
 ``PRIVSIM_ROUND_PROCESSES`` (default: the usable cores, at most 4; ``1`` keeps every round
 in one process; a sweep's worker processes set it to 1, since the sweep already uses
 every core).
@@ -47,13 +48,29 @@ from privsim.sim.lifetime import die_with_parent
 if TYPE_CHECKING:
     from privsim.kit.securesum.job import ChannelMaterial, ShareJob
 
-__all__ = ["ENV", "MIN_WORDS", "WorkerStats", "node_sums", "use_processes", "workers"]
+__all__ = [
+    "ENV",
+    "MIN_SECONDS",
+    "WorkerStats",
+    "node_sums",
+    "round_seconds",
+    "use_processes",
+    "workers",
+]
 
 #: The environment variable that sets the number of worker processes for a round.
 ENV = "PRIVSIM_ROUND_PROCESSES"
-#: Share words (clients × nodes × d) from which a round goes to worker processes: about
-#: two seconds of work on one core, against about half a second to start the workers.
-MIN_WORDS = 200_000_000
+#: Estimated seconds of one core's work from which a round goes to worker processes
+#: (starting them costs about half a second).
+MIN_SECONDS = 2.0
+#: The estimate's costs on one core (measured with benchmarks/bench_table1.py): per
+#: share word made and summed, per seed expanded (a cipher context) and per message
+#: sealed and opened (two AEAD calls) besides its bytes.
+SECONDS_PER_WORD = 3e-9
+SECONDS_PER_SEED = 8e-6
+SECONDS_PER_SEALED_MESSAGE = 6e-6
+SECONDS_PER_SEALED_WORD = 6e-9
+
 #: Slices per worker: a few, so that a slow worker does not hold the round back.
 SLICES_PER_WORKER = 4
 
@@ -85,9 +102,23 @@ def workers() -> int:
     return max(1, min(4, cores))
 
 
-def use_processes(words: int) -> bool:
-    """Whether a round of ``words`` share words goes to worker processes."""
-    return words >= MIN_WORDS and workers() > 1
+def round_seconds(clients: int, nodes: int, dimension: int, *, seeded: bool, sealed: bool) -> float:
+    """One core's estimated seconds for a share round: every share word made and summed,
+    the seeds expanded, and with encryption every message sealed and opened."""
+    words = clients * nodes * dimension
+    seconds = words * SECONDS_PER_WORD
+    if seeded:
+        seconds += clients * (nodes - 1) * SECONDS_PER_SEED
+    if sealed:
+        sealed_words = clients * dimension * (1 if seeded else nodes)
+        seconds += clients * nodes * SECONDS_PER_SEALED_MESSAGE
+        seconds += sealed_words * SECONDS_PER_SEALED_WORD
+    return seconds
+
+
+def use_processes(seconds: float) -> bool:
+    """Whether a round of about ``seconds`` of one core's work goes to worker processes."""
+    return seconds >= MIN_SECONDS and workers() > 1
 
 
 def _worker_main() -> None:
@@ -148,15 +179,20 @@ def _send(worker: subprocess.Popen[bytes], task: object) -> None:
 
 def node_sums(
     job: ShareJob, clients: npt.NDArray[np.int64], channel: ChannelMaterial | None
-) -> npt.NDArray[np.uint64]:
-    """The nodes' sums over ``clients`` (M × d), computed on :func:`workers` processes."""
+) -> npt.NDArray[np.uint64] | None:
+    """The nodes' sums over ``clients`` (M × d), computed on :func:`workers` processes;
+    None if the job cannot be sent to a process (a protocol's own client inputs that do
+    not pickle): the round then stays in its process."""
+    try:
+        job_bytes = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
     n = workers()
     tasks = min(clients.size, n * SLICES_PER_WORKER)
     bounds = np.linspace(0, clients.size, tasks + 1).astype(np.int64).tolist()
     slices = [slice(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
     pending = [(clients[s], channel.part(s) if channel is not None else None) for s in slices]
     pending.reverse()
-    job_bytes = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
     total = np.zeros((len(job.nodes), job.dimension), dtype=np.uint64)
     peak = 0
     cpu: dict[int, float] = {}

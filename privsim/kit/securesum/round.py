@@ -388,18 +388,15 @@ def charge_integer(
 ) -> None:
     """Charge a secure sum with integer noise: the accountant's (ε, δ) as its equivalent
     Gaussian event (:func:`~privsim.kit.intnoise.accounting.equivalent_gaussian`),
-    holding while not every compute node colludes and while at least N − T honest
-    included clients (the target's own share uncredited, so N − T − 1 credited) added
-    their shares; with fewer, the bound is not credited (conservative: the papers bound
-    the sum for a given number of shares, and more honest shares only add noise)."""
-    charge(
-        ledger,
+    holding while not every compute node colludes; with H honest included clients the
+    ledger credits the papers' bound at H − 1 shares (the target's own uncredited), so
+    N − T gives the planned event, more is better and fewer (but two or more) is finite
+    and worse (:meth:`~privsim.kit.intnoise.accounting.IntegerAccount.noise_shares`)."""
+    ledger.charge(
         label,
-        event=setup.account.event,
-        clients=clients,
-        nodes=nodes,
-        noise="threshold",
-        needed=setup.account.honest_clients + 1,
+        setup.account.event,
+        trust=Trust.one_of(nodes, description="not all compute nodes colluding"),
+        noise=setup.account.noise_shares(clients),
     )
 
 
