@@ -48,6 +48,14 @@ class SyntheticVectors:
         self.mean, self.scale, self.clip_norm = mean, scale, clip_norm
         self.distribution = distribution
         self._stream = stream
+        # Sums already computed, by mask: a run asks for the same ones several times
+        # (the released sum's error, the coalition's view), each a pass over N·d values.
+        self._sums: dict[bytes, F64] = {}
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_sums"] = {}  # a worker process computes rows, never these sums
+        return state
 
     def rows(self, clients: npt.ArrayLike) -> F64:
         """The clipped vectors of ``clients`` (indices), shape ``(len(clients), d)``."""
@@ -60,6 +68,15 @@ class SyntheticVectors:
 
     def sum(self, mask: npt.NDArray[np.bool_] | None = None) -> F64:
         """Σ z_i over the clients in ``mask`` (all if None), in fixed chunks."""
+        key = b"all" if mask is None else np.packbits(np.asarray(mask, dtype=bool)).tobytes()
+        known = self._sums.get(key)
+        if known is None:
+            if len(self._sums) >= 4:
+                self._sums.pop(next(iter(self._sums)))
+            known = self._sums[key] = self._sum(mask)
+        return known.copy()
+
+    def _sum(self, mask: npt.NDArray[np.bool_] | None) -> F64:
         idx = np.arange(self.n) if mask is None else np.flatnonzero(mask)
         total = np.zeros(self.dimension)
         step = max(1, SUM_CHUNK_ELEMENTS // self.dimension)
