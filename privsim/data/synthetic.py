@@ -21,10 +21,14 @@ F64 = npt.NDArray[np.float64]
 SUM_CHUNK_ELEMENTS = 1 << 20
 
 
-def clip_l2(x: F64, bound: float) -> F64:
-    """Scale each row of ``x`` down to L2 norm at most ``bound`` (rows inside are unchanged)."""
+def clip_l2(x: F64, bound: float, *, in_place: bool = False) -> F64:
+    """Scale each row of ``x`` down to L2 norm at most ``bound`` (rows inside are unchanged);
+    ``in_place`` scales ``x`` itself."""
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     factor = np.minimum(1.0, bound / np.maximum(norms, np.finfo(np.float64).tiny))
+    if in_place:
+        x *= factor
+        return x
     return np.asarray(x * factor)
 
 
@@ -63,8 +67,14 @@ class SyntheticVectors:
         if self.distribution == "gaussian":
             base = self._stream.normal(idx, self.dimension)
         else:
-            base = (self._stream.uniform(idx, 0, self.dimension) * 2.0 - 1.0) * np.sqrt(3.0)
-        return clip_l2(self.mean + self.scale * base, self.clip_norm)
+            base = self._stream.uniform(idx, 0, self.dimension)
+            # (u·2 − 1)·√3, in place: the same operations in the same order, no temporaries.
+            base *= 2.0
+            base -= 1.0
+            base *= np.sqrt(3.0)
+        base *= self.scale
+        base += self.mean  # mean + scale·base (IEEE addition and product commute exactly)
+        return clip_l2(base, self.clip_norm, in_place=True)
 
     def sum(self, mask: npt.NDArray[np.bool_] | None = None) -> F64:
         """Σ z_i over the clients in ``mask`` (all if None), in fixed chunks."""
