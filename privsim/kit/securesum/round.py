@@ -22,6 +22,7 @@ from privsim.kit.intnoise.modulus import ModulusTooSmallError, plan_modulus
 from privsim.kit.intnoise.noise import IntegerNoise, NoiseKind
 from privsim.kit.intnoise.rounding import integer_sensitivity
 from privsim.kit.securesum import behaviours as dca
+from privsim.kit.securesum import pool
 from privsim.kit.securesum.batched import (
     CHUNK_BYTES,
     THREADS,
@@ -234,10 +235,15 @@ def secure_sum_bytes(clients: int, nodes: int, dimension: int, *, batched: bool)
     vector, noise and M shares are in flight at once: N·d·8·(M+2). Batched, the shares
     are made and summed in chunks: THREADS chunks of CHUNK_BYTES (or of one client's M
     shares, if larger), three times over, plus the nodes' sums, 8·d·(M+2). Either way
-    N·PARTY_BYTES for the parties themselves."""
+    N·PARTY_BYTES for the parties themselves. A round large enough for worker processes
+    (:mod:`~privsim.kit.securesum.pool`) adds, per worker, its interpreter
+    (:data:`~privsim.kit.securesum.pool.WORKER_BYTES`) and its chunks."""
     n, m, d = clients, max(nodes, 1), dimension
     if batched:
-        shares = 3 * THREADS * max(CHUNK_BYTES, 8 * m * d) + 8 * d * (m + 2)
+        chunk = 3 * max(CHUNK_BYTES, 8 * m * d)
+        shares = THREADS * chunk + 8 * d * (m + 2)
+        if pool.use_processes(pool.round_seconds(n, m, d, seeded=True, sealed=True)):
+            shares += pool.workers() * (pool.WORKER_BYTES + chunk + 8 * d * m)
     else:
         shares = n * d * 8 * (m + 2)
     return n * PARTY_BYTES + shares
