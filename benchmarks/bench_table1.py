@@ -99,17 +99,17 @@ def child(n: int, d: int, encryption: str, delivery: str, shares: str, floor: bo
     sim = simulate(sc)
     wall = time.perf_counter() - start
     keys = sim.world.channels.key_agreement_seconds
-    from privsim.kit.securesum.pool import WorkerStats
+    from privsim.sim.workers import WorkerUsage
 
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    workers = WorkerStats.cpu_seconds if sim.delivery == "batched" else ()
+    workers = WorkerUsage.cpu_seconds if sim.delivery == "batched" else ()
     print(
         json.dumps(
             {
                 "workers": len(workers),
                 "worker_cpu": list(workers),
                 # Every process's own peak added: a bound on the round's resident memory.
-                "peak_total_mib": own + len(workers) * WorkerStats.peak_bytes / 2**20,
+                "peak_total_mib": own + len(workers) * WorkerUsage.peak_bytes / 2**20,
                 "wall": wall,
                 "keys": keys,
                 "round": wall - keys,

@@ -63,7 +63,7 @@ def test_worker_processes_release_the_same_bytes_as_one_process(shares, encrypti
     monkeypatch.setenv(pool.ENV, "2")
     pooled = simulate(scenario, seed=11)
     assert pooled.outcome.ok
-    assert len(pool.WorkerStats.cpu_seconds) == 2  # the round really ran on two workers
+    assert len(pool.WorkerUsage.cpu_seconds) == 2  # the round really ran on two workers
     assert _fingerprint(pooled) == alone
 
 
@@ -87,7 +87,9 @@ def test_a_failing_worker_names_its_error(monkeypatch):
         header=b"",
         seed_header=b"",
     )
-    with pytest.raises(RuntimeError, match=r"worker failed(.|\n)*ValueError: rows of a broken"):
+    with pytest.raises(
+        RuntimeError, match=r"worker process failed(.|\n)*ValueError: rows of a broken"
+    ):
         pool.node_sums(job, np.arange(4, dtype=np.int64), None)
 
 

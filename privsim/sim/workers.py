@@ -1,0 +1,280 @@
+"""Worker processes for a run's bulk work (share rounds, key agreements, mask expansions).
+
+A large round's work is many short calls into ``cryptography`` and NumPy, and the
+cipher calls hold the GIL between their bulk loops, so threads do not run them in
+parallel; processes do. A task is a module-level function and its arguments, pickled to
+a worker; it must be a pure function of them, so that every result — and the run built
+from the results — is the same bytes whatever the number of workers and whichever
+worker ran it.
+
+Workers are fresh interpreters (never a fork of the simulation, which may run threads,
+and never a re-import of the user's script, as the ``multiprocessing`` start methods
+other than fork do), fed pickled tasks on stdin and answering on stdout. They ignore
+Ctrl-C (the run's process stops them) and die with their parent
+(:func:`~privsim.sim.lifetime.die_with_parent`). Each worker is served by a thread of the
+run's process that hands it the next queued task and resolves the task's future, so the
+simulation can go on while they work.
+
+The number of workers is ``PRIVSIM_ROUND_PROCESSES`` (default: the usable cores, at most
+4; ``1`` keeps everything in the run's process, as a sweep's workers do, since the sweep
+already uses every core).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, as_completed
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from privsim.sim.lifetime import die_with_parent
+
+__all__ = [
+    "ENV",
+    "Executor",
+    "Inline",
+    "Processes",
+    "WorkerUsage",
+    "executor",
+    "map_unordered",
+    "workers",
+]
+
+#: The environment variable that sets the number of worker processes of a run.
+ENV = "PRIVSIM_ROUND_PROCESSES"
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def workers() -> int:
+    """Worker processes a run may use (``PRIVSIM_ROUND_PROCESSES``, else the usable
+    cores, at most 4)."""
+    value = os.environ.get(ENV, "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ValueError(
+                f"{ENV}={value!r} is not a whole number; set it to a worker count such as 2, "
+                "or to 1 to keep a run in one process"
+            ) from None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+class WorkerUsage:
+    """The workers of the last closed :class:`Processes`: the largest peak resident
+    memory (bytes) and each worker's CPU seconds (for benchmarks)."""
+
+    peak_bytes: int = 0
+    cpu_seconds: tuple[float, ...] = ()
+
+
+class Executor(Protocol):
+    """Runs functions on arguments and gives their results as futures."""
+
+    size: int
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]: ...
+
+    def close(self, *, abort: bool = False) -> None: ...
+
+
+class Inline:
+    """Runs each task at once in this process (one worker)."""
+
+    size = 1
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
+        future: Future[R] = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as exc:  # handed to whoever reads the result
+            future.set_exception(exc)
+        return future
+
+    def close(self, *, abort: bool = False) -> None:
+        return None
+
+
+_Item = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
+
+
+class Processes:
+    """``size`` worker processes taking tasks from one queue, each served by a thread
+    of this process that sends it a task, waits for the answer and resolves the task's
+    future. A task's function must be importable by name (module level)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._broken: str | None = None
+        self._queue: queue.Queue[_Item | None] = queue.Queue()
+        self._usage: dict[int, tuple[int, float]] = {}
+        self._workers = [_start_worker() for _ in range(size)]
+        self._threads = [
+            threading.Thread(target=self._serve, args=(w,), name="privsim-worker", daemon=True)
+            for w in self._workers
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
+        future: Future[R] = Future()
+        if self._broken is not None:
+            future.set_exception(RuntimeError(self._broken))
+        else:
+            self._queue.put((future, fn, args))
+        return future
+
+    def _serve(self, worker: subprocess.Popen[bytes]) -> None:
+        assert worker.stdin is not None and worker.stdout is not None
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                pickle.dump((fn, args), worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                worker.stdin.flush()
+                status, value, peak, cpu = pickle.load(worker.stdout)
+            except (OSError, EOFError, pickle.UnpicklingError):
+                self._fail(
+                    future,
+                    f"a worker process ended (exit {worker.poll()}); set {ENV}=1 to run in "
+                    "one process",
+                )
+                return
+            self._usage[worker.pid] = (peak, cpu)
+            if status == "ok":
+                future.set_result(value)
+            else:
+                future.set_exception(RuntimeError(f"a worker process failed:\n{value}"))
+
+    def _fail(self, future: Future[Any], reason: str) -> None:
+        """A worker is gone: fail its task and every task not started (the others may be
+        waiting for one that would never run)."""
+        self._broken = reason
+        future.set_exception(RuntimeError(reason))
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is None:  # keep the stop signal for the other threads
+                self._queue.put(None)
+                return
+            if item[0].set_running_or_notify_cancel():
+                item[0].set_exception(RuntimeError(reason))
+
+    def close(self, *, abort: bool = False) -> None:
+        """Stop the workers: after their current task, or at once (``abort``). Tasks not
+        started are cancelled."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+        if abort:
+            for worker in self._workers:
+                worker.kill()
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join()
+        for worker in self._workers:
+            try:
+                if worker.stdin is not None:
+                    pickle.dump(None, worker.stdin)
+                    worker.stdin.close()
+            except OSError:
+                pass
+            try:
+                worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+            if worker.stdout is not None:
+                worker.stdout.close()
+        if self._usage:
+            WorkerUsage.peak_bytes = max(peak for peak, _ in self._usage.values())
+            WorkerUsage.cpu_seconds = tuple(cpu for _, cpu in self._usage.values())
+
+
+def executor(processes: int) -> Executor:
+    """:class:`Processes` for more than one worker, else :class:`Inline`."""
+    return Processes(processes) if processes > 1 else Inline()
+
+
+def map_unordered(
+    fn: Callable[[T], R], tasks: Sequence[T], processes: int | None = None
+) -> Iterator[R]:
+    """``fn`` over ``tasks`` on ``processes`` workers (default :func:`workers`), results
+    in the order they finish; the workers are stopped when the iteration ends, at once if
+    it ends by an exception (a failed task, Ctrl-C)."""
+    pool = executor(min(len(tasks), processes or workers()))
+    try:
+        futures = [pool.submit(fn, task) for task in tasks]
+        for done in as_completed(futures):
+            yield done.result()
+    except BaseException:
+        pool.close(abort=True)
+        raise
+    pool.close()
+
+
+def _worker_main() -> None:
+    """A worker: answer tasks until told to stop (None or end of input), each with its
+    result (or the error, as text), this process's peak memory and CPU seconds."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            task = pickle.load(stdin)
+        except EOFError:
+            return
+        if task is None:
+            return
+        fn, args = task
+        try:
+            reply: tuple[str, Any] = ("ok", fn(*args))
+        except BaseException:  # reported to the run, which raises it
+            reply = ("error", traceback.format_exc())
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        pickle.dump(
+            (*reply, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime),
+            stdout,
+            protocol=pickle.HIGHEST_PROTOCOL,
+        )
+        stdout.flush()
+
+
+def _start_worker() -> subprocess.Popen[bytes]:
+    """A fresh interpreter running :func:`_worker_main`."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env[ENV] = "1"
+    return subprocess.Popen(
+        [sys.executable, "-c", "from privsim.sim.workers import _worker_main; _worker_main()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
