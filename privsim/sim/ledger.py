@@ -33,6 +33,7 @@ import dp_accounting
 from dp_accounting.pld import pld_privacy_accountant
 
 from privsim.sim.calibration import gaussian_epsilon
+from privsim.sim.integer_bounds import IntegerShares
 
 __all__ = [
     "BudgetExceededError",
@@ -149,8 +150,23 @@ class NoiseShares:
     ``gamma-laplace``: Laplace noise split into Gamma differences that need ``needed``
     shares to add up to the planned Laplace; with fewer honest shares the release is
     not credited with any guarantee.
-    ``threshold``: the planned event is bounded for a sum of ``needed`` honest shares
-    (the integer mechanisms: distributed discrete Gaussian, Skellam); the same rule.
+    ``threshold``: the planned event holds for a sum of ``needed`` honest shares and
+    nothing is known below; the same rule.
+    ``integer``: integer noise (distributed discrete Gaussian, Kairouz, Liu & Steinke
+    2021, Theorem 1; Skellam, Agarwal, Kairouz & Liu 2021, Theorem 3.5) whose bound's
+    inputs ``integer`` carries as numbers (:class:`~privsim.sim.integer_bounds.
+    IntegerShares`): the event is the paper's bound at n = H − ``uncredited`` honest
+    shares (σ_i per share for the discrete Gaussian, μ = 2·n·μ_i for Skellam), as the
+    Gaussian of the same (ε, δ) at the ledger's δ; non-private when n ≤ 0. Once H
+    reaches ``needed`` (the count the noise was calibrated for, N − T) it is never worse
+    than the bound at ``needed`` − ``uncredited``: the extra honest shares are
+    independent noise added to that sum (post-processing). The two differ only for the
+    discrete Gaussian with σ_i below about 1, where the bound's τ term grows with n.
+
+    Why numbers and a module in ``sim/`` rather than a callable into the kit: the ledger
+    must not import the protocol kit, the event must pickle for sweeps and compare by
+    value, and the kit's accountant calls the same functions, so H = ``needed`` gives
+    exactly the planned event.
     """
 
     contributors: tuple[str, ...]
@@ -158,12 +174,16 @@ class NoiseShares:
     share_multiplier: float = 0.0
     uncredited: int = 1
     needed: int = 0
+    integer: IntegerShares | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("gaussian", "gamma-laplace", "threshold"):
+        if self.kind not in ("gaussian", "gamma-laplace", "threshold", "integer"):
             raise ValueError(
-                f"noise shares are 'gaussian', 'gamma-laplace' or 'threshold', got {self.kind!r}"
+                "noise shares are 'gaussian', 'gamma-laplace', 'threshold' or 'integer', "
+                f"got {self.kind!r}"
             )
+        if (self.kind == "integer") != (self.integer is not None):
+            raise ValueError("'integer' noise shares need the bound's inputs (integer=...)")
 
     def realise(self, planned: dp_accounting.DpEvent, honest: int) -> dp_accounting.DpEvent:
         if self.kind == "gaussian":
@@ -172,6 +192,14 @@ class NoiseShares:
             if multiplier <= 0.0:
                 return dp_accounting.NonPrivateDpEvent()
             return dp_accounting.GaussianDpEvent(multiplier)
+        if self.integer is not None:
+            credited = honest - self.uncredited
+            if credited <= 0:
+                return dp_accounting.NonPrivateDpEvent()
+            planned_credit = self.needed - self.uncredited
+            if 1 <= planned_credit < credited:  # more than planned: never below the plan
+                credited = min(credited, planned_credit, key=self.integer.epsilon)
+            return self.integer.event(credited)
         return planned if honest >= self.needed else dp_accounting.NonPrivateDpEvent()
 
 
@@ -320,6 +348,11 @@ class PrivacyLedger:
         composition exceeds the budget (or warning, if the scenario allows overspending)."""
         if label in self._entries:
             raise ValueError(f"ledger already has an entry {label!r}")
+        if noise is not None and noise.integer is not None and noise.integer.delta != self.delta:
+            raise ValueError(
+                f"{label}: integer noise bound converted at delta = {noise.integer.delta:g}, "
+                f"not at the ledger's delta = {self.delta:g}"
+            )
         events = [*(e.event for e in self._entries.values()), event]
         spent, spent_delta = compose(events, self.delta)
         if not self._within(spent, spent_delta):

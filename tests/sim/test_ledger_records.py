@@ -53,7 +53,9 @@ def test_trust_constructors_and_their_descriptions():
 def test_noise_share_kinds_are_checked():
     NoiseShares(contributors=("a",), kind="gamma-laplace", needed=1)
     with pytest.raises(
-        ValueError, match=r"^noise shares are 'gaussian', 'gamma-laplace' or 'threshold', got 'uniform'$"
+        ValueError,
+        match=r"^noise shares are 'gaussian', 'gamma-laplace', 'threshold' or 'integer', "
+        r"got 'uniform'$",
     ):
         NoiseShares(contributors=("a",), kind="uniform")
 

@@ -10,7 +10,9 @@ N − T − 1 honest clients), :func:`plan_modulus` (the bits; or :func:`plan_sc
 given bit width), then per client
 :func:`scale_and_round` and :func:`client_noise` (or the samplers with the calibrated
 parameter), :func:`to_modular` before masking and :func:`from_modular` after
-unmasking; :func:`account` gives the (ε, δ) and its ledger event. DCA's use is in
+unmasking; :func:`account` gives the (ε, δ), its ledger event and the noise shares to
+charge with it (:meth:`IntegerAccount.noise_shares`: the ledger re-evaluates the bound,
+in :mod:`privsim.sim.integer_bounds`, at the honest shares that reach the release). DCA's use is in
 :mod:`privsim.kit.intnoise.dca` (imported separately: it depends on the DCA kit).
 """
 

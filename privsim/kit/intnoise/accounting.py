@@ -26,11 +26,17 @@ The ledger composes dp-accounting events: a release is charged as the Gaussian e
 whose exact (ε, δ) at the ledger's δ equals this bound (:func:`equivalent_gaussian`).
 That is exact for the single release the ledger reports at its δ; composing it with
 other Gaussian events in closed form treats the bound as a Gaussian, an approximation.
+
+The formulas themselves live in :mod:`privsim.sim.integer_bounds` (numbers only), so
+that the ledger can re-evaluate them at the number of honest shares that actually
+reached a release (:meth:`IntegerAccount.noise_shares`); this module wraps them with
+the kit's :class:`~privsim.kit.intnoise.rounding.Sensitivity` and calibrates.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import dp_accounting
@@ -39,8 +45,19 @@ import numpy.typing as npt
 
 from privsim.kit.intnoise.noise import NoiseKind
 from privsim.kit.intnoise.rounding import Sensitivity
+from privsim.sim import integer_bounds as bounds
+from privsim.sim.integer_bounds import (
+    DDG_MIN_SIGMA,
+    ORDERS,
+    IntegerShares,
+    ddg_tau,
+    equivalent_gaussian,
+    rdp_to_epsilon,
+)
+from privsim.sim.ledger import NoiseShares
 
 __all__ = [
+    "DDG_MIN_SIGMA",
     "ORDERS",
     "IntegerAccount",
     "account",
@@ -56,64 +73,26 @@ __all__ = [
 
 F64 = npt.NDArray[np.float64]
 
-#: Integer Rényi orders: every order to 256, then geometrically to 10⁶.
-ORDERS: F64 = np.unique(
-    np.concatenate([np.arange(2, 257), np.round(np.geomspace(256, 1e6, 120))])
-).astype(np.float64)
-
-#: Smallest per-client σ Theorem 1 of KLS 2021 covers.
-DDG_MIN_SIGMA = 0.5
-
-
-def rdp_to_epsilon(rdp: npt.ArrayLike, orders: npt.ArrayLike, delta: float) -> tuple[float, float]:
-    """(ε, best α): ε = min_α rdp(α) + ln(1/δ)/(α−1) + ln(1−1/α) − ln(α)/(α−1)
-    (Canonne, Kamath & Steinke 2020; Balle et al. 2020), floored at 0."""
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1), got {delta}")
-    r = np.asarray(rdp, dtype=np.float64)
-    a = np.asarray(orders, dtype=np.float64)
-    eps = r + math.log(1.0 / delta) / (a - 1.0) + np.log1p(-1.0 / a) - np.log(a) / (a - 1.0)
-    if not np.any(np.isfinite(eps)):
-        return math.inf, math.nan
-    i = int(np.nanargmin(eps))
-    return max(float(eps[i]), 0.0), float(a[i])
-
-
-def ddg_tau(sigma: float, clients: int) -> float:
-    """τ = 10·Σ_{k=1}^{n−1} exp(−2π²σ²·k/(k+1)) (KLS 2021, Theorem 1)."""
-    if clients < 1:
-        raise ValueError(f"need at least one client, got {clients}")
-    k = np.arange(1, clients, dtype=np.float64)
-    return float(10.0 * np.exp(-2.0 * math.pi**2 * sigma**2 * k / (k + 1.0)).sum())
-
 
 def ddg_rdp(
     orders: npt.ArrayLike, *, sigma: float, clients: int, sensitivity: Sensitivity, dimension: int
 ) -> F64:
     """ε(α) of the sum of ``clients`` discrete Gaussians N_Z(0, σ²) (KLS 2021, Theorem 1 /
     Prop. 14); infinite below σ = 1/2, where the theorem does not apply."""
-    a = np.asarray(orders, dtype=np.float64)
-    if sigma < DDG_MIN_SIGMA:
-        return np.full(a.shape, math.inf)
-    tau = ddg_tau(sigma, clients)
-    root = math.sqrt(clients) * sigma
-    a2, a1 = sensitivity.l2 / root, sensitivity.l1 / root
-    d = float(dimension)
-    t1 = a * a2**2 / 2.0 + tau * d
-    t2 = a * (a2**2 + 2.0 * a1 * tau + tau**2 * d) / 2.0
-    t3 = a * (a2 + tau * math.sqrt(d)) ** 2 / 2.0
-    return np.asarray(np.minimum(np.minimum(t1, t2), t3), dtype=np.float64)
+    return bounds.ddg_rdp(
+        orders,
+        sigma=sigma,
+        clients=clients,
+        l1=sensitivity.l1,
+        l2=sensitivity.l2,
+        dimension=dimension,
+    )
 
 
 def skellam_rdp(orders: npt.ArrayLike, *, variance: float, sensitivity: Sensitivity) -> F64:
     """ε(α) of the Skellam mechanism with per-coordinate noise variance μ = ``variance``
     (AKL 2021, Theorem 3.5 / Corollary 3.6)."""
-    a = np.asarray(orders, dtype=np.float64)
-    if not variance > 0:
-        return np.full(a.shape, math.inf)
-    mu, l2, l1 = variance, sensitivity.l2, sensitivity.l1
-    extra = np.minimum(((2.0 * a - 1.0) * l2**2 + 6.0 * l1) / (4.0 * mu**2), 3.0 * l1 / (2.0 * mu))
-    return np.asarray(a * l2**2 / (2.0 * mu) + extra, dtype=np.float64)
+    return bounds.skellam_rdp(orders, variance=variance, l1=sensitivity.l1, l2=sensitivity.l2)
 
 
 def gaussian_rdp(orders: npt.ArrayLike, noise_multiplier: float) -> F64:
@@ -122,24 +101,9 @@ def gaussian_rdp(orders: npt.ArrayLike, noise_multiplier: float) -> F64:
     return np.asarray(a / (2.0 * noise_multiplier**2), dtype=np.float64)
 
 
-def _rdp(
-    kind: NoiseKind, parameter: float, honest_clients: int, sensitivity: Sensitivity, dimension: int
-) -> F64:
+def _check_honest(honest_clients: int) -> None:
     if honest_clients < 1:
         raise ValueError(f"need N - T - 1 >= 1 honest clients, got {honest_clients}")
-    if kind == "discrete_gaussian":
-        return ddg_rdp(
-            ORDERS,
-            sigma=parameter,
-            clients=honest_clients,
-            sensitivity=sensitivity,
-            dimension=dimension,
-        )
-    if kind == "skellam":
-        return skellam_rdp(
-            ORDERS, variance=2.0 * honest_clients * parameter, sensitivity=sensitivity
-        )
-    raise ValueError(f"unknown integer noise kind {kind!r}")
 
 
 def epsilon(
@@ -153,8 +117,16 @@ def epsilon(
 ) -> float:
     """ε at δ of one release whose noise is ``honest_clients`` shares of parameter
     σ_i (discrete Gaussian) or μ_i (Skellam, Poisson mean of each side)."""
-    rdp = _rdp(kind, parameter, honest_clients, sensitivity, dimension)
-    return rdp_to_epsilon(rdp, ORDERS, delta)[0]
+    _check_honest(honest_clients)
+    return bounds.integer_epsilon(
+        kind,
+        parameter,
+        honest_clients,
+        l1=sensitivity.l1,
+        l2=sensitivity.l2,
+        dimension=dimension,
+        delta=delta,
+    )[0]
 
 
 def calibrate(
@@ -203,16 +175,6 @@ def calibrate(
     return hi
 
 
-def equivalent_gaussian(target_epsilon: float, delta: float) -> dp_accounting.GaussianDpEvent:
-    """The Gaussian event whose exact (ε, δ) (analytic Gaussian mechanism) at ``delta`` is
-    ``target_epsilon``: how a bound computed here is recorded in the ledger."""
-    if not math.isfinite(target_epsilon):
-        raise ValueError("an infinite epsilon has no Gaussian equivalent")
-    return dp_accounting.GaussianDpEvent(
-        float(dp_accounting.get_sigma_gaussian(target_epsilon, delta))
-    )
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IntegerAccount:
     """One integer-noise release as accounted: the mechanism, the per-client parameter,
@@ -232,6 +194,32 @@ class IntegerAccount:
         """The ledger's event for this release (:func:`equivalent_gaussian`)."""
         return equivalent_gaussian(self.epsilon, self.delta)
 
+    @property
+    def bound(self) -> IntegerShares:
+        """The bound's inputs as plain numbers, for the ledger to re-evaluate."""
+        return IntegerShares(
+            kind=self.kind,
+            parameter=self.parameter,
+            l1=self.sensitivity.l1,
+            l2=self.sensitivity.l2,
+            dimension=self.dimension,
+            delta=self.delta,
+        )
+
+    def noise_shares(self, contributors: Sequence[str], *, uncredited: int = 1) -> NoiseShares:
+        """How the release is charged to the ledger (with :attr:`event`): noise in shares
+        from ``contributors``, credited with this bound at H − ``uncredited`` honest
+        shares when H honest contributors' shares reach the release (the target's own is
+        not credited, as in Theorem 1 of Heikkilä et al. 2017); H = N − T gives exactly
+        :attr:`event`."""
+        return NoiseShares(
+            contributors=tuple(contributors),
+            kind="integer",
+            uncredited=uncredited,
+            needed=self.honest_clients + uncredited,
+            integer=self.bound,
+        )
+
 
 def account(
     kind: NoiseKind,
@@ -243,8 +231,16 @@ def account(
     delta: float,
 ) -> IntegerAccount:
     """The :class:`IntegerAccount` of one release."""
-    rdp = _rdp(kind, parameter, honest_clients, sensitivity, dimension)
-    eps, order = rdp_to_epsilon(rdp, ORDERS, delta)
+    _check_honest(honest_clients)
+    eps, order = bounds.integer_epsilon(
+        kind,
+        parameter,
+        honest_clients,
+        l1=sensitivity.l1,
+        l2=sensitivity.l2,
+        dimension=dimension,
+        delta=delta,
+    )
     return IntegerAccount(
         kind=kind,
         parameter=parameter,

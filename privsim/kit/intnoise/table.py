@@ -1,6 +1,7 @@
 """``python -m privsim.kit.intnoise.table``: the integer mechanisms' noise and planned
 modulus against the continuous Gaussian, for a grid of N, d and scale s (ε = 1,
-δ = 1e−5, L2 clip c = 1, T = N/10, add/remove-one neighbours, β = e^{−1/2})."""
+δ = 1e−5, L2 clip c = 1, T = N/10, add/remove-one neighbours, β = e^{−1/2}); then the
+ε the ledger credits for the realised coalition (:func:`realised_rows`)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ import time
 
 import numpy as np
 
-from privsim.kit.intnoise.accounting import calibrate
+from privsim.kit.intnoise.accounting import account, calibrate
 from privsim.kit.intnoise.modulus import plan_modulus
 from privsim.kit.intnoise.noise import DEFAULT_BETA, NoiseKind
 from privsim.kit.intnoise.rounding import integer_sensitivity
 from privsim.kit.intnoise.samplers import sample_discrete_gaussian, sample_skellam
 from privsim.sim.calibration import exact_sigma
+from privsim.sim.ledger import epsilon_of
 
-__all__ = ["main", "rows"]
+__all__ = ["main", "realised_rows", "rows"]
 
 EPSILON, DELTA, CLIP = 1.0, 1e-5, 1.0
 KINDS: tuple[NoiseKind, ...] = ("discrete_gaussian", "skellam")
@@ -55,6 +57,39 @@ def rows(
     return out
 
 
+#: (colluding clients, dropped clients) of :func:`realised_rows`.
+COALITIONS = ((0, 0), (0, 20), (20, 20), (40, 0), (60, 0), (200, 0), (500, 0), (998, 0))
+
+
+def realised_rows(
+    clients: int = 1000, tolerated: int = 40, dimension: int = 10, log_scale: int = 16
+) -> list[dict[str, float | int]]:
+    """One row per (colluding, dropped) of :data:`COALITIONS`: the honest shares H in the
+    release and the ε the ledger credits, the papers' bound at H − 1 shares
+    (:meth:`~privsim.kit.intnoise.accounting.IntegerAccount.noise_shares`), for noise
+    calibrated to ε = 1 at N − T − 1 (replace-one neighbours, β = e^{−1/2})."""
+    sens = integer_sensitivity(CLIP, 2.0**log_scale, dimension, DEFAULT_BETA, replace_one=True)
+    honest = clients - tolerated - 1
+    ids = tuple(f"client-{i}" for i in range(clients))
+    plans = {}
+    for kind in KINDS:
+        p = calibrate(
+            kind, EPSILON, delta=DELTA, honest_clients=honest, sensitivity=sens, dimension=dimension
+        )
+        plans[kind] = account(
+            kind, p, honest_clients=honest, sensitivity=sens, dimension=dimension, delta=DELTA
+        )
+    out: list[dict[str, float | int]] = []
+    for colluding, dropped in COALITIONS:
+        h = clients - colluding - dropped
+        row: dict[str, float | int] = {"colluding": colluding, "dropped": dropped, "honest": h}
+        for kind, acct in plans.items():
+            event = acct.noise_shares(ids).realise(acct.event, h)  # as the ledger does
+            row[kind] = epsilon_of([event], DELTA)
+        out.append(row)
+    return out
+
+
 def _throughput() -> list[tuple[str, float]]:
     rng = np.random.default_rng(0)
     out = []
@@ -75,6 +110,13 @@ def main() -> None:
         print(
             f"{r['N']:>6} {r['d']:>6} 2^{r['log2_scale']!s:<3} {r['kind']!s:<18} "
             f"{r['noise_vs_gaussian']:>16.3f} {r['bits']:>5}"
+        )
+    print("\nRealised ε: N = 1000, T = 40 planned (noise for ε = 1 at N − T − 1 shares), d = 10")
+    print(f"{'colluding':>9} {'dropped':>7} {'H':>5} {'discrete Gaussian':>18} {'Skellam':>9}")
+    for row in realised_rows():
+        print(
+            f"{row['colluding']:>9} {row['dropped']:>7} {row['honest']:>5} "
+            f"{row['discrete_gaussian']:>18.4f} {row['skellam']:>9.4f}"
         )
     for name, rate in _throughput():
         print(f"{name}: {rate:.1f} M samples/s")
