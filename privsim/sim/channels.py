@@ -31,6 +31,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from privsim.sim import workers
+
 __all__ = [
     "NONCE_BYTES",
     "OVERHEAD_BYTES",
@@ -49,6 +51,9 @@ _HKDF_INFO = b"privsim/channel/v1"
 # Role pairs with more pairs than this keep their state in a dict instead of a table.
 _DENSE_MAX_PAIRS = 5_000_000
 _PRIVATE_CACHE = 256
+#: Pairs from which :meth:`SecureChannels.agree` uses worker processes (about a second
+#: of X25519 on one core).
+PARALLEL_PAIRS = 20_000
 
 
 class ChannelError(Exception):
@@ -167,14 +172,55 @@ class SecureChannels:
         return self._table(src_role, dst_role), i, j
 
     def agree(self, pairs: Iterable[tuple[str, str]]) -> None:
-        """Agree keys for ``pairs`` now (a protocol's set-up phase), skipping known pairs."""
+        """Agree keys for ``pairs`` now (a protocol's set-up phase), skipping known pairs;
+        many pairs are agreed on worker processes (:mod:`privsim.sim.workers`), with the
+        same keys."""
         with self._lock:
             start = time.perf_counter()
+            pending: list[tuple[str, str]] = []
             for a, b in pairs:
                 table, i, j = self._locate(a, b)
                 if not table.has(i, j):
-                    self._agree(a, b)
+                    pending.append((a, b))
+            if len(pending) >= PARALLEL_PAIRS and workers.workers() > 1:
+                self._agree_on_workers(list(dict.fromkeys(pending)))
+            else:
+                for a, b in pending:
+                    table, i, j = self._locate(a, b)
+                    if not table.has(i, j):
+                        self._agree(a, b)
             self.key_agreement_seconds += time.perf_counter() - start
+
+    def _agree_on_workers(self, pairs: list[tuple[str, str]]) -> None:
+        """:meth:`_agree` for distinct ``pairs`` on worker processes. Each pair's secret is
+        computed from one party's private key and the other's public key, the public side
+        being the party in more pairs (a compute node rather than each of its clients), so
+        that few public keys are derived; X25519 gives the same secret either way."""
+        count: dict[str, int] = {}
+        for a, b in pairs:
+            count[a] = count.get(a, 0) + 1
+            count[b] = count.get(b, 0) + 1
+        public: dict[str, bytes] = {}
+        items: list[tuple[bytes, bytes, bytes]] = []
+        for a, b in pairs:
+            mine, theirs = (a, b) if count[b] >= count[a] else (b, a)
+            if theirs not in public:
+                public[theirs] = self._public_key(theirs).public_bytes_raw()
+            lo, hi = sorted((a, b))
+            info = _HKDF_INFO + b"|" + lo.encode() + b"|" + hi.encode()
+            items.append((self._secret[mine], public[theirs], info))
+        n = workers.workers()
+        step = -(-len(items) // (4 * n))
+        tasks = [(at, items[at : at + step]) for at in range(0, len(items), step)]
+        for at, keys in workers.map_unordered(_agree_slice, tasks, n):
+            for offset in range(len(keys) // 64):
+                a, b = pairs[at + offset]
+                okm = keys[64 * offset : 64 * offset + 64]
+                first, second = sorted((a, b))
+                for (src, dst), key in (((first, second), okm[:32]), ((second, first), okm[32:])):
+                    table, i, j = self._locate(src, dst)
+                    table.set_key(i, j, key)
+                self.pairs_agreed += 1
 
     def _private_key(self, party: str) -> X25519PrivateKey:
         # Loading a private key costs about as much as an exchange: keep the recent ones.
@@ -376,3 +422,18 @@ def _seal_and_open_small(
             raise ChannelError(f"{src}>{dst}: unexpected message")
         opened += plain[cut:]
     rows[:] = np.frombuffer(bytes(opened), dtype=np.uint64).reshape(rows.shape)
+
+
+def _agree_slice(task: tuple[int, list[tuple[bytes, bytes, bytes]]]) -> tuple[int, bytes]:
+    """A worker's share of :meth:`SecureChannels.agree`: for each (private key, peer's
+    public key, HKDF info), the 64 bytes of the pair's two direction keys."""
+    start, items = task
+    out = bytearray()
+    private: X25519PrivateKey | None = None
+    private_bytes = b""
+    for secret, peer, info in items:
+        if secret != private_bytes or private is None:  # consecutive pairs share a party
+            private, private_bytes = X25519PrivateKey.from_private_bytes(secret), secret
+        shared = private.exchange(X25519PublicKey.from_public_bytes(peer))
+        out += hkdf_sha256(shared, info, 64)
+    return start, bytes(out)

@@ -76,3 +76,33 @@ def test_bulk_agreement_gives_the_same_keys_as_lazy_agreement():
     assert bulk.pairs_agreed == 2
     env = bulk.seal("bob", "alice", b"x")
     assert lazy.open("bob", "alice", env) == b"x"
+
+
+def test_key_agreement_on_worker_processes_gives_the_same_keys(monkeypatch):
+    """X25519 is symmetric, so computing a pair's secret from either end on a worker
+    gives the keys of the one-process path, both directions, pair for pair."""
+    from privsim.sim import channels as channels_module
+    from privsim.sim import workers
+
+    def build() -> SecureChannels:
+        ch = SecureChannels()
+        for i in range(300):
+            ch.add_party(f"client-{i}", i.to_bytes(2, "big") + bytes(30), "client", i)
+        for j in range(3):
+            ch.add_party(f"node-{j}", bytes([200 + j]) * 32, "compute", j)
+        return ch
+
+    # Both orientations appear: clients first, and nodes first.
+    pairs = [(f"client-{i}", f"node-{j}") for i in range(200) for j in range(3)]
+    pairs += [(f"node-{j}", f"client-{i}") for i in range(200, 300) for j in range(3)]
+    monkeypatch.setenv(workers.ENV, "1")
+    alone = build()
+    alone.agree(pairs)
+    monkeypatch.setenv(workers.ENV, "2")
+    monkeypatch.setattr(channels_module, "PARALLEL_PAIRS", 0)
+    pooled = build()
+    pooled.agree(pairs)
+    assert pooled.pairs_agreed == alone.pairs_agreed == 900
+    for roles in (("client", "compute"), ("compute", "client")):
+        assert pooled._tables[roles].agreed.all()
+        np.testing.assert_array_equal(pooled._tables[roles].keys, alone._tables[roles].keys)
