@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import pickle
 import queue
-import resource
 import signal
 import subprocess
 import sys
@@ -257,13 +256,20 @@ def _worker_main() -> None:
             reply: tuple[str, Any] = ("ok", fn(*args))
         except BaseException:  # reported to the run, which raises it
             reply = ("error", traceback.format_exc())
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        pickle.dump(
-            (*reply, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime),
-            stdout,
-            protocol=pickle.HIGHEST_PROTOCOL,
-        )
+        pickle.dump((*reply, *_usage()), stdout, protocol=pickle.HIGHEST_PROTOCOL)
         stdout.flush()
+
+
+def _usage() -> tuple[int, float]:
+    """This process's peak resident bytes and CPU seconds (zeros where the platform has
+    no ``resource`` module)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return 0, 0.0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    scale = 1 if sys.platform == "darwin" else 1024  # macOS reports bytes, Linux KiB
+    return usage.ru_maxrss * scale, usage.ru_utime + usage.ru_stime
 
 
 def _start_worker() -> subprocess.Popen[bytes]:
