@@ -262,14 +262,23 @@ def _worker_main() -> None:
 
 def _usage() -> tuple[int, float]:
     """This process's peak resident bytes and CPU seconds (zeros where the platform has
-    no ``resource`` module)."""
+    no ``resource`` module). On Linux the peak is the address space's high-water mark
+    (``VmHWM``): ``ru_maxrss`` would start from the parent's peak at the fork."""
     try:
         import resource
     except ImportError:  # pragma: no cover - Windows
         return 0, 0.0
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024, cpu
+    except OSError:  # pragma: no cover - not Linux
+        pass
     scale = 1 if sys.platform == "darwin" else 1024  # macOS reports bytes, Linux KiB
-    return usage.ru_maxrss * scale, usage.ru_utime + usage.ru_stime
+    return usage.ru_maxrss * scale, cpu
 
 
 def _start_worker() -> subprocess.Popen[bytes]:
