@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from scipy import stats
 
 from privsim.kit import shamir
-from privsim.protocols.secagg.crypto import KeyPair, PairKeys, agree, expand, open_share, seal_share
+from privsim.protocols.secagg.crypto import KeyPair, agree, expand, open_share, seal_share
 from privsim.protocols.secagg.graph import choose_parameters, harary, threshold_for
 from privsim.protocols.secagg.maths import decode_sum, encode_inputs, pack_records, unpack_records
 from privsim.protocols.secagg.sharing import (
@@ -95,14 +95,12 @@ def test_both_ends_agree_the_same_key_and_shares_round_trip():
     a, b = KeyPair.from_secret(bytes(range(32))), KeyPair.from_secret(bytes(range(1, 33)))
     assert agree(a.secret, b.public, b"s") == agree(b.secret, a.public, b"s")
     assert agree(a.secret, b.public, b"s") != agree(a.secret, b.public, b"c")
-    memo = PairKeys()
-    cipher = memo.aead(3, 9, a.secret, b.public)
+    cipher = AESGCM(agree(a.secret, b.public, b"c"))
     record = pack_records(3, np.array([9]), np.arange(8, dtype=np.uint64)[None])[0].tobytes()
     sealed = seal_share(cipher, 3, 9, record)
     assert len(sealed) == len(record) + 16 == 96
-    same = memo.aead(9, 3, b.secret, a.public)  # the other end, from the memo
-    assert same is cipher and memo.agreements == 1
-    ids, words = unpack_records(open_share(same, 3, 9, sealed))
+    other_end = AESGCM(agree(b.secret, a.public, b"c"))
+    ids, words = unpack_records(open_share(other_end, 3, 9, sealed))
     assert ids.tolist() == [[3, 9]] and words.tolist() == [list(range(8))]
     with pytest.raises(InvalidTag):
         open_share(AESGCM(agree(a.secret, b.public, b"s")), 3, 9, sealed)

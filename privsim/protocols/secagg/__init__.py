@@ -150,7 +150,9 @@ SECAGG = ProtocolSpec(
         "keys_exposed": "honest clients whose mask key s_u^SK t colluding holders rebuild",
         "threshold_broken": "1 if some honest client has t colluding share holders",
     },
-    # no overspend: the integer noise is calibrated by its accountant to the budget
+    # a user-fixed noise multiplier (as Flower's and TFF's DP aggregators take) that
+    # the budget cannot cover: about ε = 10 for the example's ε = 1 budget
+    overspend={"secagg.noise_multiplier": 1.0},
     example=EXAMPLE,
 )
 

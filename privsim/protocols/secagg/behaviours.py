@@ -17,24 +17,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import simpy
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from privsim.protocols.secagg.crypto import (
     KEY_BYTES,
     SEED_BYTES,
     TAG_BYTES,
-    KeyPair,
-    PairKeys,
-    agree,
     open_share,
-    seal_share,
 )
 from privsim.protocols.secagg.graph import Graph
+from privsim.protocols.secagg.keybook import KeyBook
 from privsim.protocols.secagg.maths import (
     B_WORDS,
     RECORD_BYTES,
     SK_WORDS,
-    apply_mask,
     decode_sum,
     modulus_mask,
     pack_records,
@@ -74,10 +70,10 @@ class SecAggPlan:
 
     ``threshold`` t trades robustness (rounds survive while t holders live) against
     collusion (t colluding holders and the server unmask a client). ``round_timeout``
-    trades latency against stragglers cut off. ``secrets`` holds each client's key
-    material (row u: 10 words from its counter-based stream); ``pair_keys`` memoises the KA value
-    both ends of a pair compute; ``book`` makes every client's Shamir shares in one
-    vectorised pass; ``inputs`` gives each client its encoded input.
+    trades latency against stragglers cut off. ``keys`` holds each client's key pairs,
+    key agreements and masks (computed in bulk, on worker processes for large rounds);
+    ``book`` makes every client's Shamir shares in one vectorised pass; ``inputs`` gives
+    each client its encoded input.
     """
 
     clients: tuple[str, ...]
@@ -88,100 +84,81 @@ class SecAggPlan:
     bits: int
     fraction_bits: int
     round_timeout: float
-    secrets: U64
+    keys: KeyBook
     book: ShareBook
-    pair_keys: PairKeys
     inputs: ClientInput
-
-
-def _keys(words: U64) -> tuple[KeyPair, KeyPair, bytes]:
-    raw = np.asarray(words, dtype="<u8").tobytes()
-    c = KeyPair.from_secret(raw[:KEY_BYTES])
-    s = KeyPair.from_secret(raw[KEY_BYTES : 2 * KEY_BYTES])
-    return c, s, raw[2 * KEY_BYTES : 2 * KEY_BYTES + 16]
 
 
 def client(agent: Agent, plan: SecAggPlan) -> Behaviour:
     """Client u: AdvertiseKeys, ShareKeys, MaskedInputCollection, Unmasking."""
     me = agent.role_index
-    bits, wait = plan.bits, 10.0 * plan.round_timeout
+    bits, wait, keys = plan.bits, 10.0 * plan.round_timeout, plan.keys
     # Round 0 (AdvertiseKeys): (c_u^PK, c_u^SK), (s_u^PK, s_u^SK) <- KA.gen().
-    c, s, b_seed = _keys(plan.secrets[me])
-    agent.send(plan.server, AdvertiseKeys(c_public=c.public, s_public=s.public))
+    agent.send(
+        plan.server,
+        AdvertiseKeys(c_public=keys.public(b"c", me), s_public=keys.public(b"s", me)),
+    )
 
     # Round 1 (ShareKeys): t-of-(k+1) shares of b_u and s_u^SK, each encrypted to its holder.
     directory = yield from agent.receive(Directory, deadline=agent.now + wait)
     if directory is None:
         return None
     peers = directory.message.clients
-    peer_ids = peers.tolist()
-    c_blob, s_blob = directory.message.c_public, directory.message.s_public
-    c_pub = {v: c_blob[KEY_BYTES * j : KEY_BYTES * (j + 1)] for j, v in enumerate(peer_ids)}
-    s_pub = {v: s_blob[KEY_BYTES * j : KEY_BYTES * (j + 1)] for j, v in enumerate(peer_ids)}
+    c_peers = keys.directory(me, b"c", peers, directory.message.c_public)
+    s_peers = keys.directory(me, b"s", peers, directory.message.s_public)
 
     graph_holders, rows = plan.book.shares(me)
     take = graph_holders == me  # holders sorted, peers a sorted subset of them
     take[np.searchsorted(graph_holders, peers)] = True
     holders, shares = graph_holders[take], rows[take]
-    held: dict[int, U64] = {me: shares[holders == me][0]}
+    own = shares[holders == me]  # f_u(u + 1): u holds a share of its own secrets
     others = holders != me
-    records = pack_records(me, holders[others], shares[others])
-    sealed = [
-        seal_share(plan.pair_keys.aead(me, v, c.secret, c_pub[v]), me, v, records[j].tobytes())
-        for j, v in enumerate(holders[others].tolist())
-    ]
-    agent.send(
-        plan.server, EncryptedShares(peers=holders[holders != me], ciphertexts=b"".join(sealed))
-    )
+    to = holders[others]
+    records = pack_records(me, to, shares[others])
+    sealed = c_peers.seal(to, records)  # e_{u,v} = AE.enc(KA.agree(c_u^SK, c_v^PK), …)
+    agent.send(plan.server, EncryptedShares(peers=to, ciphertexts=sealed))
+    # a waiting client keeps only what later rounds need (10^4 clients wait at once)
+    del graph_holders, rows, take, shares, records, sealed, directory
 
     # Round 2 (MaskedInputCollection): decrypt the shares held for U2, send y_u.
     forwarded = yield from agent.receive(EncryptedShares, deadline=agent.now + wait)
     if forwarded is None:
         return None
-    senders = forwarded.message.peers.tolist()
+    came = forwarded.message.peers
+    senders = came.tolist()
     blob = forwarded.message.ciphertexts
     plain = b"".join(
-        open_share(
-            plan.pair_keys.aead(me, u, c.secret, c_pub[u]),
-            u,
-            me,
-            blob[_CIPHERTEXT * j : _CIPHERTEXT * (j + 1)],
-        )
-        for j, u in enumerate(senders)
+        open_share(AESGCM(key), u, me, blob[_CIPHERTEXT * j : _CIPHERTEXT * (j + 1)])
+        for j, (u, key) in enumerate(zip(senders, c_peers.agree(came), strict=True))
     )
+    owners, held = np.array([me], dtype=np.int64), own  # the shares u holds, by owner
     if senders:
         ids, words = unpack_records(plain)
-        for j, u in enumerate(senders):  # the record names its owner and holder
-            if ids[j, 0] == u and ids[j, 1] == me:
-                held[u] = words[j]
+        ok = (ids[:, 0] == came) & (ids[:, 1] == me)  # the record names its owner and holder
+        owners, held = np.concatenate([owners, came[ok]]), np.concatenate([held, words[ok]])
+        order = np.argsort(owners)
+        owners, held = owners[order], held[order]
+        del ids, words, ok, order
     z, eta, x = plan.inputs(me, lambda: agent.rng("noise"))
     agent.remember("input", z)
     agent.remember("noise", eta)
-    y = x.copy()
-    apply_mask(y, b_seed, +1, bits)  # p_u = PRG(b_u)
-    for v in senders:  # p_{u,v} = Δ_{u,v} PRG(s_{u,v}), Δ = +1 if u > v else −1
-        seed = plan.pair_keys.get(b"s", me, v, s.secret, s_pub[v])
-        apply_mask(y, seed, +1 if me > v else -1, bits)
+    # p_u = PRG(b_u) and p_{u,v} = Δ_{u,v} PRG(s_{u,v}), Δ = +1 if u > v else −1
+    y = x + s_peers.masks(came)
     y &= modulus_mask(bits)
     agent.send(plan.server, MaskedInput(values=y.astype(wire_dtype(bits))))
+    del forwarded, blob, plain, x, y, z, eta, c_peers, s_peers
 
     # Round 3 (Unmasking): b-shares of survivors, s^SK-shares of the dropped, never both.
     listed = yield from agent.receive(Survivors, deadline=agent.now + wait)
     if listed is None:
         return None
-    survivors = set(listed.message.clients.tolist())
-    owners = sorted(held)
-    kinds = np.array([0 if v in survivors else 1 for v in owners], dtype=np.uint8)
-    rows = np.zeros((len(owners), SK_WORDS), dtype=np.uint64)
-    for j, v in enumerate(owners):
-        share = held[v]
-        if kinds[j] == 0:
-            rows[j, :B_WORDS] = share[:B_WORDS]
-        else:
-            rows[j] = share[B_WORDS:]
+    dropped = ~np.isin(owners, listed.message.clients)
+    rows = np.zeros((owners.size, SK_WORDS), dtype=np.uint64)
+    rows[~dropped, :B_WORDS] = held[~dropped, :B_WORDS]
+    rows[dropped] = held[dropped, B_WORDS:]
     agent.send(
         plan.server,
-        UnmaskShares(owners=np.array(owners, dtype=np.int64), kinds=kinds, shares=rows),
+        UnmaskShares(owners=owners, kinds=dropped.astype(np.uint8), shares=rows),
     )
     return None
 
@@ -320,6 +297,7 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
             plan.clients[v],
             EncryptedShares(peers=senders[lo:hi].copy(), ciphertexts=blobs[lo:hi].tobytes()),
         )
+    del up, senders, receivers, blobs, order, keep  # forwarded: the server keeps none
 
     # Round 2: collect masked inputs, U3; tell each survivor the survivors it shares with.
     masked = yield from _collect(
@@ -332,6 +310,7 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     total = np.zeros(plan.dimension, dtype=np.uint64)
     for u in u3.tolist():
         total += masked[u].values.astype(np.uint64)
+    del masked
     for u in u3.tolist():
         mine = graph.holders(u)
         agent.send(plan.clients[u], Survivors(clients=mine[alive3[mine]]))
@@ -359,16 +338,22 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
             abort=AbortReason.TOO_FEW_UNMASKING_SHARES,
             detail=f"after UNMASKING: {missing} secret(s) have fewer than t = {t} shares",
         )
-    seeds = words_to_bytes(b_words, SEED_BYTES)
-    for j in range(b_owners.size):  # − PRG(b_u)
-        apply_mask(total, seeds[j].tobytes(), -1, plan.bits)
+    # − PRG(b_u) for the survivors; − Δ_{u,v} PRG(s_{u,v}) for each dropped v and survivor
+    # u next to it, s_{u,v} = KA.agree(s_v^SK, s_u^PK) from the rebuilt s_v^SK
     secrets = words_to_bytes(s_words, KEY_BYTES)
-    for j, v in enumerate(s_owners.tolist()):  # − Δ_{u,v} PRG(s_{u,v}), u a survivor next to v
-        key = X25519PrivateKey.from_private_bytes(secrets[j].tobytes())
+    pair_secret, pair_public, pair_sign = [], [], []
+    for j, v in enumerate(s_owners.tolist()):
         peers = graph.neighbours(v)
         for u in peers[alive3[peers]].tolist():
-            seed = agree(key, keys[u].s_public, b"s")
-            apply_mask(total, seed, -1 if u > v else +1, plan.bits)
+            pair_secret.append(j)
+            pair_public.append(keys[u].s_public)
+            pair_sign.append(-1 if u > v else 1)
+    total += plan.keys.unmasking(
+        words_to_bytes(b_words, SEED_BYTES),
+        secrets[np.array(pair_secret, dtype=np.int64)],
+        np.frombuffer(b"".join(pair_public), dtype=np.uint8).reshape(-1, KEY_BYTES),
+        np.array(pair_sign, dtype=np.int8),
+    )
     total &= modulus_mask(plan.bits)
     return Outcome(
         released=decode_sum(total, plan.fraction_bits, plan.bits),

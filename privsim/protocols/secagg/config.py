@@ -28,7 +28,11 @@ class SecAggConfig:
 
     Noise: ``noise = "none"`` releases the exact sum (not differentially private);
     ``"discrete_gaussian"`` / ``"skellam"`` add integer noise in shares from each
-    client, scaled for N − T − 1 honest clients with T = ``tolerated``.
+    client, scaled for N − T − 1 honest clients with T = ``tolerated``: calibrated by the
+    papers' bounds to the budget, or fixed by the user with ``noise_multiplier`` z (the
+    noise of N − T − 1 shares has standard deviation z·``clip_norm``, as in Flower's and
+    TensorFlow Federated's fixed-noise DP aggregators); the ledger then reports the ε it
+    achieves and refuses a plan over the budget unless ``privacy.on_overspend`` allows.
 
     ``round_timeout``: simulated seconds the server waits for each round's messages.
     """
@@ -48,6 +52,7 @@ class SecAggConfig:
     correctness_bits: int = 20
     noise: Literal["none", "discrete_gaussian", "skellam"] = "none"
     tolerated: int = 0
+    noise_multiplier: float | None = None
     round_timeout: float = 1.0
 
     def __post_init__(self) -> None:
@@ -110,5 +115,15 @@ class SecAggConfig:
         if self.tolerated < 0:
             raise FieldError(
                 "secagg.tolerated", f"must be >= 0, got {self.tolerated}", "give T >= 0"
+            )
+        if self.noise_multiplier is not None and not (
+            0 < self.noise_multiplier < 1e6 and self.noise != "none"
+        ):
+            raise FieldError(
+                "secagg.noise_multiplier",
+                f"{self.noise_multiplier} with noise = {self.noise!r}: a fixed noise "
+                "multiplier must be in (0, 1e6) and needs integer noise",
+                "set secagg.noise = 'discrete_gaussian' or 'skellam' and a multiplier such "
+                "as 1.0, or leave noise_multiplier out (noise calibrated to the budget)",
             )
         require_positive("secagg.round_timeout", self.round_timeout, " seconds")

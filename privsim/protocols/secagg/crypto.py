@@ -11,8 +11,8 @@ key agreement, authenticated encryption of shares, and the mask PRG.
   nonce 0^96 is exactly the AES-CTR keystream from counter block 0^96‖2 (the tag is
   discarded); ``cryptography`` sets that up about 4× faster than ``Cipher(AES, CTR)``.
 
-Both ends of a pair compute the same KA value; :class:`PairKeys` computes it once per
-pair and kind and gives the second end the same bytes it would have computed (a
+Both ends of a pair compute the same KA value; :class:`~.keybook.KeyBook` computes it
+once per pair and kind and gives the second end the same bytes it would have computed (a
 simulation shortcut that changes no value, only the wall time).
 """
 
@@ -32,9 +32,9 @@ __all__ = [
     "SEED_BYTES",
     "TAG_BYTES",
     "KeyPair",
-    "PairKeys",
     "agree",
     "expand",
+    "keystream",
     "open_share",
     "seal_share",
 ]
@@ -70,43 +70,6 @@ def agree(secret: X25519PrivateKey | bytes, peer_public: bytes, label: bytes) ->
     return hashlib.sha256(label + shared).digest()[:SEED_BYTES]
 
 
-class PairKeys:
-    """KA values by unordered pair and kind (``b"c"``: encryption, ``b"s"``: masks),
-    computed by whichever end asks first. Also caches the AES-GCM object of each
-    encryption key, which both ends use."""
-
-    __slots__ = ("_aead", "_publics", "_values", "agreements")
-
-    def __init__(self) -> None:
-        self._values: dict[tuple[bytes, int, int], bytes] = {}
-        self._publics: dict[bytes, X25519PublicKey] = {}
-        self._aead: dict[tuple[int, int], AESGCM] = {}
-        #: X25519 exchanges actually computed (one per pair and kind).
-        self.agreements = 0
-
-    def get(
-        self, kind: bytes, me: int, peer: int, secret: X25519PrivateKey, peer_public: bytes
-    ) -> bytes:
-        key = (kind, me, peer) if me < peer else (kind, peer, me)
-        value = self._values.get(key)
-        if value is None:
-            pk = self._publics.get(peer_public)
-            if pk is None:
-                pk = self._publics[peer_public] = X25519PublicKey.from_public_bytes(peer_public)
-            value = hashlib.sha256(kind + secret.exchange(pk)).digest()[:SEED_BYTES]
-            self._values[key] = value
-            self.agreements += 1
-        return value
-
-    def aead(self, me: int, peer: int, secret: X25519PrivateKey, peer_public: bytes) -> AESGCM:
-        key = (me, peer) if me < peer else (peer, me)
-        cipher = self._aead.get(key)
-        if cipher is None:
-            cipher = AESGCM(self.get(b"c", me, peer, secret, peer_public))
-            self._aead[key] = cipher
-        return cipher
-
-
 def seal_share(cipher: AESGCM, sender: int, receiver: int, plaintext: bytes) -> bytes:
     """AE.enc(KA.agree(c_u^SK, c_v^PK), u ‖ v ‖ shares) (Figure 4, ShareKeys); the
     ids are authenticated as associated data and inside the plaintext."""
@@ -131,12 +94,17 @@ def _zeros(nbytes: int) -> bytes:
     return z
 
 
+def keystream(seed: bytes, nbytes: int) -> bytes:
+    """The first ``nbytes`` of the AES-128-CTR keystream under ``seed`` from counter
+    block 0^96‖2, followed by 16 bytes to ignore (GCM's tag)."""
+    return AESGCM(seed[:SEED_BYTES]).encrypt(_GCM_NONCE, _zeros(nbytes), None)
+
+
 def expand(seed: bytes, dimension: int, bits: int) -> npt.NDArray[np.uint64]:
     """PRG(seed): d words uniform mod 2^bits from one AES-128-CTR keystream (counter
     block 0^96‖2 onwards; a seed is never reused for another vector)."""
     width = 4 if bits <= 32 else 8
-    nbytes = width * dimension
-    stream = AESGCM(seed[:SEED_BYTES]).encrypt(_GCM_NONCE, _zeros(nbytes), None)
+    stream = keystream(seed, width * dimension)
     words = np.frombuffer(stream, dtype="<u4" if width == 4 else "<u8", count=dimension)
     words = words.astype(np.uint64)
     if bits < 64 and bits != 32:

@@ -14,6 +14,8 @@ with the inverses by Fermat's little theorem (y⁻¹ = y^(p−2)), for all owner
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import numpy.typing as npt
 
@@ -87,13 +89,14 @@ class ShareBook:
     holders (client indices, abscissa = index + 1); ``coefficients``: the family of
     client streams the polynomial coefficients are read from."""
 
-    __slots__ = ("_holders", "_secrets", "_shares", "_stream", "threshold")
+    __slots__ = ("_holders", "_lock", "_secrets", "_shares", "_stream", "threshold")
 
     def __init__(self, secrets: U64, holders: I64, threshold: int, coefficients: KeyStream) -> None:
         self._secrets = secrets
         self._holders = holders
         self._stream = coefficients
         self._shares: U64 | None = None
+        self._lock = threading.Lock()  # the round's key book may ask from its own thread
         self.threshold = threshold
 
     def _make(self) -> U64:
@@ -107,8 +110,14 @@ class ShareBook:
             acc = shamir.add(shamir.mul(acc, x), coeffs[:, None, k, :])
         return shamir.add(shamir.mul(acc, x), self._secrets[:, None, :])
 
+    def table(self) -> tuple[I64, U64]:
+        """(holders (n, h), shares (n, h, w)) of every client (made on first use)."""
+        with self._lock:
+            if self._shares is None:
+                self._shares = self._make()
+        return self._holders, self._shares
+
     def shares(self, client: int) -> tuple[I64, U64]:
         """(holders, shares) of ``client``: row j is holder j's share f_u(holder_j + 1)."""
-        if self._shares is None:
-            self._shares = self._make()
-        return self._holders[client], self._shares[client]
+        holders, shares = self.table()
+        return holders[client], shares[client]

@@ -1,0 +1,363 @@
+"""Every client's keys, pairwise key agreements, sealed shares and masks for one SecAgg
+round, computed in bulk (Bonawitz et al. 2017, Figure 4: KA.gen, KA.agree, the AE.enc of
+ShareKeys and the masks of MaskedInputCollection), on worker processes for large rounds.
+
+Client u's key material is a function of the round's seed (row u of the
+``("secagg", "client-secrets")`` stream): c_u^SK, s_u^SK (32 bytes each) and b_u. So
+every value a client will compute from it is known before the round starts, and the
+book computes them all at once (:mod:`.bulk`) while the simulation runs:
+
+- (c_u^PK, s_u^PK) = KA.gen(): the X25519 public keys;
+- for each edge {u, v} of the communication graph and each kind (``c``: the encryption
+  key of ShareKeys; ``s``: the mask seed s_{u,v}), KA.agree, computed **once per pair**:
+  X25519 is a Diffie–Hellman function, X25519(sk_u, pk_v) = X25519(sk_v, pk_u) (RFC 7748,
+  §6.1), so both ends derive the same bytes and the book gives the second end the value
+  the first computed (a simulation shortcut that changes no value, only the wall time;
+  the tests check both ends' own computation on a sample of pairs);
+- e_{u,v} = AE.enc(KA.agree(c_u^SK, c_v^PK), u ‖ v ‖ shares of b_u and s_u^SK for v)
+  (ShareKeys) for every neighbour v: AES-GCM is deterministic given key, nonce and
+  plaintext, so the ciphertexts a client sends to the neighbours in its directory are
+  these bytes (the receivers open what arrives, as the paper's clients do);
+- PRG(b_u) + Σ_{v ∈ N(u)} Δ_{u,v} PRG(s_{u,v}) (Δ_{u,v} = +1 if u > v, else −1) over all
+  of u's graph neighbours. A client masks with the neighbours that reached ShareKeys
+  (U2 ∩ N(u)) only; it takes the precomputed sum and subtracts the masks of the others
+  (expanding them again), which is the same sum mod 2^b.
+
+A client asks the book for a value with the public key its directory gave; a key that
+is not the peer's own (never the case with the honest-but-curious server simulated
+here) is agreed on the spot. The book counts the pairs the protocol used
+(:attr:`agreements`), as if each had been agreed when first needed.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from privsim.protocols.secagg import bulk
+from privsim.protocols.secagg.crypto import KEY_BYTES, SEED_BYTES, agree, seal_share
+from privsim.protocols.secagg.graph import Graph
+from privsim.protocols.secagg.pool import Executor
+from privsim.protocols.secagg.sharing import ShareBook
+
+__all__ = ["MASK_BYTES", "SEALED_BYTES", "SECRET_WORDS", "KeyBook", "Peers", "neighbour_matrix"]
+
+U8 = npt.NDArray[np.uint8]
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+
+#: Words of a client's key material: c_u^SK (4), s_u^SK (4), b_u (2).
+SECRET_WORDS = 10
+#: Largest memory (bytes) the precomputed masks of all clients may take; above it each
+#: client expands its masks when it sends its masked input.
+MASK_BYTES = 256 << 20
+#: Largest memory (bytes) the sealed shares of all clients may take (96 bytes per
+#: client and neighbour); above it each client seals its shares itself.
+SEALED_BYTES = 256 << 20
+#: Pairs per agreement task and clients' masks per mask task (about a tenth of a second).
+EDGES_PER_TASK = 4096
+EXPANSIONS_PER_TASK = 4096
+
+
+def neighbour_matrix(graph: Graph) -> I64:
+    """Row u: the k neighbours of client u, sorted (the complete graph included)."""
+    if not graph.complete:
+        return graph.matrix
+    n = graph.n
+    cols = np.arange(n - 1, dtype=np.int64)[None, :]
+    return cols + (cols >= np.arange(n, dtype=np.int64)[:, None])
+
+
+class KeyBook:
+    """The round's keys, pair values and masks (see the module docstring); results
+    become available as the executor delivers them, and readers wait for them."""
+
+    def __init__(
+        self,
+        secrets: U64,
+        graph: Graph,
+        *,
+        dimension: int,
+        bits: int,
+        executor: Executor,
+        shares: ShareBook | None = None,
+        masks: bool | None = None,
+    ) -> None:
+        n = graph.n
+        raw = np.ascontiguousarray(secrets, dtype="<u8").view(np.uint8).reshape(n, -1)
+        self._sk = {b"c": raw[:, 0:KEY_BYTES], b"s": raw[:, KEY_BYTES : 2 * KEY_BYTES]}
+        self._b = raw[:, 2 * KEY_BYTES : 2 * KEY_BYTES + SEED_BYTES]
+        self.dimension, self.bits = dimension, bits
+        self._shape = (dimension, bits)
+        self._nb = neighbour_matrix(graph)
+        rows = np.arange(n, dtype=np.int64)[:, None]
+        upper = self._nb > rows
+        self._lo = np.broadcast_to(rows, self._nb.shape)[upper]  # row-major: grouped by lo
+        self._hi = self._nb[upper]
+        keys = self._lo * n + self._hi  # ascending
+        lo, hi = np.minimum(rows, self._nb), np.maximum(rows, self._nb)
+        self._edge = np.searchsorted(keys, lo * n + hi)  # (n, k): the pair's edge id
+        self._used = {b"c": np.zeros(keys.size, bool), b"s": np.zeros(keys.size, bool)}
+        #: Agreements made on the spot (a directory key that was not the peer's own).
+        self.extra_agreements = 0
+        width = np.dtype(bulk.mask_dtype(bits)).itemsize
+        self.precomputes_masks = (
+            n * dimension * width <= MASK_BYTES if masks is None else bool(masks)
+        )
+        self._publics: Future[dict[bytes, U8]] = Future()
+        self._values: dict[bytes, Future[U8]] = {b"c": Future(), b"s": Future()}
+        self._masks: Future[npt.NDArray[Any] | None] = Future()
+        self._shares = shares
+        self._sealed: Future[U8 | None] = Future()
+        self._executor = executor
+        if executor.size > 1:
+            threading.Thread(target=self._drive, name="secagg-keybook", daemon=True).start()
+        else:
+            self._drive()
+
+    # -- computation ----------------------------------------------------------------------
+    def _drive(self) -> None:
+        """Submit the work phase by phase, in the order the round needs it: public keys
+        (AdvertiseKeys), encryption keys and sealed shares (ShareKeys), mask seeds and
+        masks (MaskedInputCollection)."""
+        futures: list[Future[Any]] = [
+            self._publics,
+            *self._values.values(),
+            self._sealed,
+            self._masks,
+        ]
+        try:
+            ex, n = self._executor, self._b.shape[0]
+            step = max(1, EDGES_PER_TASK // 4)
+            spans = [slice(a, min(a + step, n)) for a in range(0, n, step)]
+            pending = {
+                k: [ex.submit("public_keys", sk[s]) for s in spans] for k, sk in self._sk.items()
+            }
+            if self._shares is not None:
+                self._shares.table()  # the Shamir shares, made here while the workers work
+            publics = {k: np.concatenate([f.result() for f in fs]) for k, fs in pending.items()}
+            self._publics.set_result(publics)
+            e = self._lo.size
+            edges = [slice(a, min(a + EDGES_PER_TASK, e)) for a in range(0, e, EDGES_PER_TASK)]
+
+            def agreeing(kind: bytes) -> list[Future[U8]]:
+                sk, pk = self._sk[kind], publics[kind]
+                return [
+                    ex.submit("agreements", kind, sk[self._lo[s]], pk[self._hi[s]]) for s in edges
+                ]
+
+            by_pair = agreeing(b"c")
+            c_values = _stack(by_pair, (0, SEED_BYTES), np.uint8)
+            self._values[b"c"].set_result(c_values)
+            sealing = self._seal_all(c_values)
+            by_pair = agreeing(b"s")
+            self._sealed.set_result(None if sealing is None else _stack(sealing, (0,), np.uint8))
+            s_values = _stack(by_pair, (0, SEED_BYTES), np.uint8)
+            self._values[b"s"].set_result(s_values)
+            if not self.precomputes_masks:
+                self._masks.set_result(None)
+                return
+            signs = np.where(self._nb < np.arange(n)[:, None], 1, -1).astype(np.int8)
+            per = max(1, EXPANSIONS_PER_TASK // max(1, self._nb.shape[1] + 1))
+            sums = [
+                ex.submit(
+                    "mask_sums",
+                    self._b[a : a + per],
+                    s_values[self._edge[a : a + per]],
+                    signs[a : a + per],
+                    *self._shape,
+                )
+                for a in range(0, n, per)
+            ]
+            self._masks.set_result(np.concatenate([f.result() for f in sums]))
+        except BaseException as exc:
+            for f in futures:
+                if not f.done():
+                    f.set_exception(exc)
+
+    def _seal_all(self, keys: U8) -> list[Future[U8]] | None:
+        """Submit the sealing of every client's shares for every graph neighbour."""
+        if self._shares is None or self._nb.size * (SEED_BYTES + 80) > SEALED_BYTES:
+            return None  # each client seals its own
+        _, table = self._shares.table()
+        n, k = self._nb.shape
+        per = max(1, EDGES_PER_TASK // max(1, k))
+        tasks = []
+        for a in range(0, n, per):
+            span = slice(a, min(a + per, n))
+            rows = np.arange(span.start, span.stop, dtype=np.int64)[:, None]
+            slot = np.arange(k, dtype=np.int64)[None, :] + (self._nb[span] > rows)  # v in H(u)
+            tasks.append(
+                self._executor.submit(
+                    "seal_shares",
+                    rows[:, 0],
+                    self._nb[span],
+                    table[rows, slot],
+                    keys[self._edge[span]],
+                )
+            )
+        return tasks
+
+    def close(self, *, abort: bool = False) -> None:
+        """Stop the executor (at once with ``abort``)."""
+        self._executor.close(abort=abort)
+
+    # -- reading --------------------------------------------------------------------------
+    def public(self, kind: bytes, client: int) -> bytes:
+        """c_u^PK (``kind`` b"c") or s_u^PK (b"s")."""
+        return self._publics.result()[kind][client].tobytes()
+
+    def directory(self, me: int, kind: bytes, listed: I64, publics: bytes) -> Peers:
+        """Client ``me``'s view of its neighbours' ``kind`` public keys as a directory
+        listed them (``listed`` sorted, ``publics`` 32 bytes each in that order)."""
+        own = self._publics.result()[kind][listed].tobytes() == publics
+        return Peers(self, me, kind, listed, publics, own)
+
+    def _slots(self, me: int, peers: I64) -> I64:
+        row = self._nb[me]
+        j = np.searchsorted(row, peers)
+        if peers.size and (j.max() >= row.size or not np.array_equal(row[j], peers)):
+            raise ValueError(f"client {me}: a peer is not one of its graph neighbours")
+        return j
+
+    def _book_values(self, kind: bytes, me: int, peers: I64) -> U8:
+        """The book's KA values of ``me`` with ``peers``, marked as used."""
+        edges = self._edge[me, self._slots(me, peers)]
+        self._used[kind][edges] = True
+        return self._values[kind].result()[edges]  # type: ignore[no-any-return]
+
+    def _sealed_rows(self, me: int, peers: I64) -> bytes | None:
+        sealed = self._sealed.result()
+        if sealed is None:
+            return None
+        self._book_values(b"c", me, peers)
+        return sealed[me, self._slots(me, peers)].tobytes()  # type: ignore[no-any-return]
+
+    def _masks_from(self, me: int, peers: I64) -> U64 | None:
+        """PRG(b_u) + Σ_{v ∈ peers} Δ_{u,v} PRG(s_{u,v}) from the precomputed sum over all
+        of u's neighbours, less the neighbours not among ``peers`` (None: not precomputed)."""
+        full = self._masks.result()
+        if full is None:
+            return None
+        self._book_values(b"s", me, peers)
+        out = full[me].astype(np.uint64)
+        row = self._nb[me]
+        missing = np.flatnonzero(~np.isin(row, peers))
+        if missing.size:
+            values = self._values[b"s"].result()[self._edge[me, missing]]
+            sign = np.where(row[missing] < me, 1, -1).astype(np.int8)
+            less = bulk.mask_sums(None, values[None], sign[None], *self._shape)[0]
+            out -= less.astype(np.uint64)
+        return out
+
+    def unmasking(
+        self, self_seeds: U8, secrets: U8, publics: U8, signs: npt.NDArray[np.int8]
+    ) -> U64:
+        """The server's correction −Σ_u PRG(b_u) + Σ_i signs_i PRG(KA.agree(secrets_i,
+        publics_i, "s")) (mod 2^64; meaningful mod 2^b), from the rebuilt b_u and s_v^SK,
+        each agreement computed from the rebuilt key (on the workers for large rounds)."""
+        ex, step, width = self._executor, EDGES_PER_TASK, EXPANSIONS_PER_TASK
+        agreed = [
+            ex.submit("agreements", b"s", secrets[a : a + step], publics[a : a + step])
+            for a in range(0, signs.size, step)
+        ]
+        seeds = np.concatenate([self_seeds, _stack(agreed, (0, SEED_BYTES), np.uint8)])
+        sign = np.concatenate([np.full(self_seeds.shape[0], -1, np.int8), signs])
+        sums = [
+            ex.submit(
+                "mask_sums",
+                None,
+                seeds[None, a : a + width],
+                sign[None, a : a + width],
+                *self._shape,
+            )
+            for a in range(0, sign.size, width)
+        ]
+        out = np.zeros(self.dimension, dtype=np.uint64)
+        for f in sums:
+            out += f.result()[0].astype(np.uint64)
+        return out
+
+    @property
+    def agreements(self) -> int:
+        """Key agreements the round needed: one per pair and kind used, plus any made on
+        the spot."""
+        return int(sum(int(u.sum()) for u in self._used.values())) + self.extra_agreements
+
+
+class Peers:
+    """Client u's neighbours' public keys of one kind, as its directory listed them: the
+    KA values, sealed shares and masks u computes with them. When the keys are the
+    peers' own (``own``), they come from the book; otherwise u agrees on the spot."""
+
+    __slots__ = ("_book", "_kind", "_listed", "_me", "_own", "_publics")
+
+    def __init__(
+        self, book: KeyBook, me: int, kind: bytes, listed: I64, publics: bytes, own: bool
+    ) -> None:
+        self._book, self._me, self._kind = book, me, kind
+        self._listed, self._publics, self._own = listed, publics, own
+
+    def _given(self, peers: I64) -> list[bytes]:
+        at = np.searchsorted(self._listed, peers)
+        if peers.size and (
+            at.max() >= self._listed.size or not np.array_equal(self._listed[at], peers)
+        ):
+            raise ValueError(f"client {self._me}: a peer is missing from its directory")
+        keys = np.frombuffer(self._publics, dtype=np.uint8).reshape(-1, KEY_BYTES)[at]
+        return [k.tobytes() for k in keys]
+
+    def agree(self, peers: I64) -> list[bytes]:
+        """KA.agree(u's secret, pk_v) for each of ``peers`` (sorted)."""
+        if self._own:
+            raw = self._book._book_values(self._kind, self._me, peers).tobytes()
+            return [raw[i : i + SEED_BYTES] for i in range(0, len(raw), SEED_BYTES)]
+        secret = self._book._sk[self._kind][self._me].tobytes()
+        self._book.extra_agreements += peers.size
+        return [agree(secret, pk, self._kind) for pk in self._given(peers)]
+
+    def seal(self, peers: I64, records: U8) -> bytes:
+        """e_{u,v} = AE.enc(KA.agree(c_u^SK, c_v^PK), row of ``records``) for each of
+        ``peers`` (sorted), concatenated."""
+        if self._own:
+            sealed = self._book._sealed_rows(self._me, peers)
+            if sealed is not None:
+                return sealed
+        keys = self.agree(peers)
+        return b"".join(
+            seal_share(AESGCM(key), self._me, v, records[i].tobytes())
+            for i, (v, key) in enumerate(zip(peers.tolist(), keys, strict=True))
+        )
+
+    def masks(self, peers: I64) -> U64:
+        """PRG(b_u) + Σ_{v ∈ peers} Δ_{u,v} PRG(s_{u,v}), Δ_{u,v} = +1 if u > v else −1
+        (mod 2^64; only its residue mod 2^b is meaningful)."""
+        if self._own:
+            out = self._book._masks_from(self._me, peers)
+            if out is not None:
+                return out
+        seeds = _seed_rows(self.agree(peers))
+        sign = np.where(peers < self._me, 1, -1).astype(np.int8)
+        me = self._me
+        got = bulk.mask_sums(
+            self._book._b[me : me + 1], seeds[None], sign[None], *self._book._shape
+        )
+        return got[0].astype(np.uint64)
+
+
+def _stack(futures: list[Future[Any]], empty: tuple[int, ...], dtype: type) -> Any:
+    """The tasks' results end to end (an empty array of shape ``empty`` if none)."""
+    if not futures:
+        return np.empty(empty, dtype=dtype)
+    return np.concatenate([f.result() for f in futures])
+
+
+def _seed_rows(seeds: list[bytes]) -> U8:
+    if not seeds:
+        return np.empty((0, SEED_BYTES), dtype=np.uint8)
+    return np.frombuffer(b"".join(seeds), dtype=np.uint8).reshape(-1, SEED_BYTES)
