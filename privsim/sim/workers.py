@@ -45,11 +45,19 @@ __all__ = [
     "WorkerUsage",
     "executor",
     "map_unordered",
+    "serve",
     "workers",
 ]
 
 #: The environment variable that sets the number of worker processes of a run.
 ENV = "PRIVSIM_ROUND_PROCESSES"
+#: The environment variable that tells a worker its parent's pid.
+PARENT = "PRIVSIM_WORKER_PARENT"
+_DEFAULT_COMMAND = (
+    sys.executable,
+    "-c",
+    "from privsim.sim.workers import _worker_main; _worker_main()",
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -109,7 +117,7 @@ class Inline:
         return None
 
 
-_Item = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
+_Item = tuple[Future[Any], Any, tuple[Any, ...]]
 
 
 class Processes:
@@ -117,12 +125,15 @@ class Processes:
     of this process that sends it a task, waits for the answer and resolves the task's
     future. A task's function must be importable by name (module level)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, command: Sequence[str] | None = None) -> None:
+        """``command``: how to start a worker (default: :func:`_worker_main`, which calls
+        the function it is sent); a worker must answer as :func:`serve` does."""
         self.size = size
         self._broken: str | None = None
+        self._lock = threading.Lock()
         self._queue: queue.Queue[_Item | None] = queue.Queue()
         self._usage: dict[int, tuple[int, float]] = {}
-        self._workers = [_start_worker() for _ in range(size)]
+        self._workers = [_start_worker(command or _DEFAULT_COMMAND) for _ in range(size)]
         self._threads = [
             threading.Thread(target=self._serve, args=(w,), name="privsim-worker", daemon=True)
             for w in self._workers
@@ -130,12 +141,15 @@ class Processes:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
-        future: Future[R] = Future()
-        if self._broken is not None:
-            future.set_exception(RuntimeError(self._broken))
-        else:
-            self._queue.put((future, fn, args))
+    def submit(self, fn: Any, *args: Any) -> Future[Any]:
+        """Queue ``fn(*args)`` (``fn`` as the workers' :func:`serve` expects it: a
+        function for the default workers)."""
+        future: Future[Any] = Future()
+        with self._lock:  # no task slips in behind a stop
+            if self._broken is not None:
+                future.set_exception(RuntimeError(self._broken))
+            else:
+                self._queue.put((future, fn, args))
         return future
 
     def _serve(self, worker: subprocess.Popen[bytes]) -> None:
@@ -167,8 +181,13 @@ class Processes:
     def _fail(self, future: Future[Any], reason: str) -> None:
         """A worker is gone: fail its task and every task not started (the others may be
         waiting for one that would never run)."""
-        self._broken = reason
         future.set_exception(RuntimeError(reason))
+        with self._lock:
+            self._broken = reason
+            self._drain(RuntimeError(reason))
+
+    def _drain(self, error: Exception | None) -> None:
+        """Fail (or cancel, without ``error``) every task not started."""
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -177,19 +196,17 @@ class Processes:
             if item is None:  # keep the stop signal for the other threads
                 self._queue.put(None)
                 return
-            if item[0].set_running_or_notify_cancel():
-                item[0].set_exception(RuntimeError(reason))
+            if error is None:
+                item[0].cancel()
+            elif item[0].set_running_or_notify_cancel():
+                item[0].set_exception(error)
 
     def close(self, *, abort: bool = False) -> None:
         """Stop the workers: after their current task, or at once (``abort``). Tasks not
-        started are cancelled."""
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                item[0].cancel()
+        started are cancelled, and later ones fail at once."""
+        with self._lock:
+            self._broken = "the worker processes were stopped"
+            self._drain(None)
         if abort:
             for worker in self._workers:
                 worker.kill()
@@ -238,11 +255,14 @@ def map_unordered(
     pool.close()
 
 
-def _worker_main() -> None:
-    """A worker: answer tasks until told to stop (None or end of input), each with its
-    result (or the error, as text), this process's peak memory and CPU seconds."""
+def serve(call: Callable[[Any, tuple[Any, ...]], Any]) -> None:
+    """A worker's loop: read pickled ``(fn, args)`` tasks on stdin until told to stop
+    (None or the end of the input) and answer each on stdout with ``call(fn, args)`` (or
+    the error, as text), this process's peak memory and CPU seconds. Ignores Ctrl-C and
+    ends with the process that started it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent()
+    parent = os.environ.get(PARENT, "")
+    die_with_parent(int(parent) if parent.isdigit() else None)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
@@ -253,11 +273,16 @@ def _worker_main() -> None:
             return
         fn, args = task
         try:
-            reply: tuple[str, Any] = ("ok", fn(*args))
+            reply: tuple[str, Any] = ("ok", call(fn, args))
         except BaseException:  # reported to the run, which raises it
             reply = ("error", traceback.format_exc())
         pickle.dump((*reply, *_usage()), stdout, protocol=pickle.HIGHEST_PROTOCOL)
         stdout.flush()
+
+
+def _worker_main() -> None:
+    """The default worker: calls the function it is sent."""
+    serve(lambda fn, args: fn(*args))
 
 
 def _usage() -> tuple[int, float]:
@@ -281,12 +306,14 @@ def _usage() -> tuple[int, float]:
     return usage.ru_maxrss * scale, cpu
 
 
-def _start_worker() -> subprocess.Popen[bytes]:
-    """A fresh interpreter running :func:`_worker_main`."""
+def _start_worker(command: Sequence[str]) -> subprocess.Popen[bytes]:
+    """A fresh interpreter running ``command`` (privsim importable, a round inside it in
+    one process, and told its parent's pid)."""
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env[ENV] = "1"
+    env[PARENT] = str(os.getpid())  # so a parent gone before the worker starts is noticed
     # glibc's malloc maps each large array afresh and returns it at once when freed; a
     # worker allocates arrays of the same sizes chunk after chunk, and the page faults of
     # the fresh maps cost a third of a share round's time (measured: 1.2 ms against
@@ -295,7 +322,7 @@ def _start_worker() -> subprocess.Popen[bytes]:
     env.setdefault("MALLOC_MMAP_THRESHOLD_", str(64 << 20))
     env.setdefault("MALLOC_TRIM_THRESHOLD_", str(256 << 20))
     return subprocess.Popen(
-        [sys.executable, "-c", "from privsim.sim.workers import _worker_main; _worker_main()"],
+        list(command),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,

@@ -156,7 +156,7 @@ def test_a_failing_task_reaches_its_reader():
     pool = Processes(1)
     try:
         future = pool.submit("public_keys", np.zeros((2, 5), dtype=np.uint8))  # not 32 bytes
-        with pytest.raises(RuntimeError, match="worker failed"):
+        with pytest.raises(RuntimeError, match="worker process failed"):
             future.result(timeout=60)
         assert pool.submit(
             "mask_sums", None, np.zeros((1, 0, 16), np.uint8), np.zeros((1, 0), np.int8), 4, 8
