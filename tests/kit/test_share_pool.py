@@ -67,8 +67,8 @@ def test_worker_processes_release_the_same_bytes_as_one_process(shares, encrypti
     assert _fingerprint(pooled) == alone
 
 
-def test_a_failing_worker_names_its_error(monkeypatch):
-    monkeypatch.setenv(pool.ENV, "2")
+def _broken_job(nodes: tuple[object, ...] = ("n0", "n1")) -> ShareJob:
+    """A job over four clients whose data fail to load."""
     stream = KeyStream(bytes(16), "test")
     inputs = ClientInputs(
         data=BrokenData(),
@@ -78,19 +78,23 @@ def test_a_failing_worker_names_its_error(monkeypatch):
         fraction_bits=16,
         n_nodes=2,
     )
-    job = ShareJob(
+    return ShareJob(
         inputs=inputs,
         clients=("a", "b", "c", "d"),
-        nodes=("n0", "n1"),
+        nodes=nodes,  # type: ignore[arg-type]
         share_mode="full",
         dimension=3,
         header=b"",
         seed_header=b"",
     )
+
+
+def test_a_failing_worker_names_its_error(monkeypatch):
+    monkeypatch.setenv(pool.ENV, "2")
     with pytest.raises(
         RuntimeError, match=r"worker process failed(.|\n)*ValueError: rows of a broken"
     ):
-        pool.node_sums(job, np.arange(4, dtype=np.int64), None)
+        pool.node_sums(_broken_job(), np.arange(4, dtype=np.int64), None)
 
 
 def test_the_worker_count_is_read_from_the_environment(monkeypatch):
@@ -105,22 +109,5 @@ def test_the_worker_count_is_read_from_the_environment(monkeypatch):
 
 def test_a_job_that_does_not_pickle_stays_in_its_process(monkeypatch):
     monkeypatch.setenv(pool.ENV, "2")
-    stream = KeyStream(bytes(16), "test")
-    inputs = ClientInputs(
-        data=BrokenData(),
-        noise=stream,
-        randomness=stream,
-        noise_std=1.0,
-        fraction_bits=16,
-        n_nodes=2,
-    )
-    job = ShareJob(
-        inputs=inputs,
-        clients=("a", "b"),
-        nodes=(lambda: None,),  # type: ignore[arg-type]  # a lambda does not pickle
-        share_mode="full",
-        dimension=3,
-        header=b"",
-        seed_header=b"",
-    )
+    job = _broken_job(nodes=(lambda: None,))  # a lambda does not pickle
     assert pool.node_sums(job, np.arange(2, dtype=np.int64), None) is None

@@ -117,6 +117,18 @@ def epsilon(
 ) -> float:
     """ε at δ of one release whose noise is ``honest_clients`` shares of parameter
     σ_i (discrete Gaussian) or μ_i (Skellam, Poisson mean of each side)."""
+    return _bound(kind, parameter, honest_clients, sensitivity, dimension, delta)[0]
+
+
+def _bound(
+    kind: NoiseKind,
+    parameter: float,
+    honest_clients: int,
+    sensitivity: Sensitivity,
+    dimension: int,
+    delta: float,
+) -> tuple[float, float]:
+    """The papers' bound (ε, its best order) for ``honest_clients`` shares."""
     _check_honest(honest_clients)
     return bounds.integer_epsilon(
         kind,
@@ -126,7 +138,7 @@ def epsilon(
         l2=sensitivity.l2,
         dimension=dimension,
         delta=delta,
-    )[0]
+    )
 
 
 def calibrate(
@@ -231,16 +243,7 @@ def account(
     delta: float,
 ) -> IntegerAccount:
     """The :class:`IntegerAccount` of one release."""
-    _check_honest(honest_clients)
-    eps, order = bounds.integer_epsilon(
-        kind,
-        parameter,
-        honest_clients,
-        l1=sensitivity.l1,
-        l2=sensitivity.l2,
-        dimension=dimension,
-        delta=delta,
-    )
+    eps, order = _bound(kind, parameter, honest_clients, sensitivity, dimension, delta)
     return IntegerAccount(
         kind=kind,
         parameter=parameter,
