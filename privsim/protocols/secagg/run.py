@@ -429,9 +429,17 @@ def _privacy(sim: Simulation) -> Privacy:
     noise = sim.noise
     extra: dict[str, Any] = {"noise": "none" if noise is None else noise.kind}
     if noise is not None:
+        included = () if sim.outcome.included is None else sim.outcome.included
+        coalition = sim.world.coalition
         extra.update(
             client_parameter=noise.parameter,
+            # planned: the N − T − 1 shares the noise is calibrated for; realised: the
+            # honest included clients H whose shares reached the sum (the ledger credits
+            # H − 1 of them, the target's own aside)
             honest_shares=noise.honest,
+            honest_included_realised=sum(
+                1 for i in included if sim.clients[int(i)] not in coalition
+            ),
             sensitivity_l2_integer=noise.account.sensitivity.l2,
             accounted_epsilon=noise.account.epsilon,
             modulus_bits_planned=noise.modulus.bits,
