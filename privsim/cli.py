@@ -36,7 +36,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:
                 raise KeyboardInterrupt("no result file was written") from None
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(f"privsim: warning: {w.message}", file=sys.stderr)
     # Written before anything is printed: a closed pipe (privsim run | head) loses no result.
     name = f"{scenario.name}-{scenario_hash(scenario)}-seed{seed}.json"
     out = write_json_atomic(name, result, within=args.out)
@@ -117,7 +117,7 @@ def _privacy_verdict(result: dict[str, Any], *, allowed: bool) -> int:
         return 0
     print(
         f"privsim: warning: the privacy guarantee is NOT met: achieved epsilon = "
-        f"{privacy['achieved_epsilon']} at delta = {privacy['delta']} against the target "
+        f"{privacy['achieved_epsilon']:.4g} at delta = {privacy['delta']} against the target "
         f"epsilon = {privacy['target_epsilon']} ({privacy.get('notion', '')}). "
         + (
             "Allowed by the scenario or --allow-overspend."
@@ -612,6 +612,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     from privsim.scenarios import ScenarioError
     from privsim.sim.ledger import BudgetExceededError
+    from privsim.sim.workers import workers
     from privsim.studies.executors import SchedulerError
 
     parser = build_parser()
@@ -620,6 +621,7 @@ def _main(argv: list[str] | None) -> int:
         args = parser.parse_args(["run", *(argv or [])])
     try:
         _apply_max_memory(args)
+        workers()  # a bad PRIVSIM_ROUND_PROCESSES is named now, not deep inside a large run
         return int(args.func(args))
     except (
         ScenarioError,

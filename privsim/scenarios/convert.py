@@ -111,6 +111,10 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
                 return _convert(value, arg, path)
             except ScenarioError:
                 continue
+        if args and all(typing.get_origin(a) is Literal for a in args):  # an optional choice
+            choices = [o for a in args for o in typing.get_args(a)]
+            optional = " or leave the field out" if len(args) < len(typing.get_args(tp)) else ""
+            raise ScenarioError(path, f"got {_describe(value)}", f"use one of {choices}{optional}")
         expected = " or ".join(_type_name(a) for a in args)
         raise ScenarioError(
             path, f"expected {expected}, got {_describe(value)}", f"write {expected}"

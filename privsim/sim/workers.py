@@ -69,12 +69,15 @@ def workers() -> int:
     value = os.environ.get(ENV, "").strip()
     if value:
         try:
-            return max(1, int(value))
+            count = int(value)
         except ValueError:
+            count = 0
+        if count < 1:
             raise ValueError(
-                f"{ENV}={value!r} is not a whole number; set it to a worker count such as 2, "
+                f"{ENV}={value!r} is not a worker count; set it to a whole number such as 2, "
                 "or to 1 to keep a run in one process"
-            ) from None
+            )
+        return count
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux

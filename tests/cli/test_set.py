@@ -130,3 +130,20 @@ def test_sweep_refuses_set_on_a_field_its_grid_varies(tmp_path, capsys):
     )
     assert "'population.clientz': unknown field" in capsys.readouterr().err
     assert not (tmp_path / "o" / "results.sqlite").exists()
+
+
+def test_an_optional_choice_names_its_choices(tmp_path, capsys):
+    """A field that is a choice or absent lists its choices, not a type's repr."""
+    code = main(["validate", str(scenario_file(tmp_path)), "--set", "dca.shares=compressed"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "use one of ['full', 'seeded', 'shamir'] or leave the field out" in err
+    assert "typing" not in err
+
+
+@pytest.mark.parametrize("bad", ["two", "0"])
+def test_a_bad_worker_count_is_named_before_any_run(tmp_path, capsys, monkeypatch, bad):
+    monkeypatch.setenv("PRIVSIM_ROUND_PROCESSES", bad)
+    code = main(["validate", str(scenario_file(tmp_path))])
+    assert code == 2
+    assert f"PRIVSIM_ROUND_PROCESSES='{bad}' is not a worker count" in capsys.readouterr().err

@@ -102,9 +102,10 @@ def test_the_worker_count_is_read_from_the_environment(monkeypatch):
     assert pool.workers() == 3
     monkeypatch.setenv(pool.ENV, "1")
     assert not pool.use_processes(1e6)
-    monkeypatch.setenv(pool.ENV, "two")
-    with pytest.raises(ValueError, match=f"{pool.ENV}='two'.*whole number"):
-        pool.workers()
+    for bad in ("two", "0", "-3"):
+        monkeypatch.setenv(pool.ENV, bad)
+        with pytest.raises(ValueError, match=f"{pool.ENV}='{bad}'.*whole number"):
+            pool.workers()
 
 
 def test_a_job_that_does_not_pickle_stays_in_its_process(monkeypatch):

@@ -116,14 +116,19 @@ class SecAggConfig:
             raise FieldError(
                 "secagg.tolerated", f"must be >= 0, got {self.tolerated}", "give T >= 0"
             )
-        if self.noise_multiplier is not None and not (
-            0 < self.noise_multiplier < 1e6 and self.noise != "none"
-        ):
+        if self.noise_multiplier is not None and self.noise == "none":
             raise FieldError(
                 "secagg.noise_multiplier",
-                f"{self.noise_multiplier} with noise = {self.noise!r}: a fixed noise "
-                "multiplier must be in (0, 1e6) and needs integer noise",
-                "set secagg.noise = 'discrete_gaussian' or 'skellam' and a multiplier such "
-                "as 1.0, or leave noise_multiplier out (noise calibrated to the budget)",
+                f"{self.noise_multiplier} with noise = 'none': a fixed noise multiplier "
+                "needs integer noise",
+                "set secagg.noise = 'discrete_gaussian' or 'skellam', or leave "
+                "noise_multiplier out",
+            )
+        if self.noise_multiplier is not None and not 0 < self.noise_multiplier < 1e6:
+            raise FieldError(
+                "secagg.noise_multiplier",
+                f"must be in (0, 1e6), got {self.noise_multiplier}",
+                "give a multiplier such as 1.0, or leave noise_multiplier out (noise "
+                "calibrated to the budget)",
             )
         require_positive("secagg.round_timeout", self.round_timeout, " seconds")
