@@ -22,9 +22,17 @@ def scenario_file(directory: Path, name: str = "small.toml", **changes: Any) -> 
     return path
 
 
-def study_file(directory: Path, replications: int = 2, clients: int = 40, **grid: Any) -> Path:
-    """A study over the small scenario (a grid over ε unless ``grid`` is given)."""
-    base = make_scenario(population={"clients": clients, "compute_nodes": 3}).to_dict()
+def study_file(
+    directory: Path,
+    replications: int = 2,
+    clients: int = 40,
+    base_changes: dict[str, Any] | None = None,
+    **grid: Any,
+) -> Path:
+    """A study over the small scenario (with ``base_changes``; a grid over ε unless
+    ``grid`` is given)."""
+    changes = {"population": {"clients": clients, "compute_nodes": 3}, **(base_changes or {})}
+    base = make_scenario(**changes).to_dict()
     data = {
         "name": "cli-study",
         "seed": 5,
@@ -37,9 +45,12 @@ def study_file(directory: Path, replications: int = 2, clients: int = 40, **grid
     return path
 
 
-def privsim_process(*args: str, cwd: Path, **popen: Any) -> subprocess.Popen[str]:
-    """``privsim ARGS`` as a child process (``python -m privsim``), stderr captured."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def privsim_process(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, **popen: Any
+) -> subprocess.Popen[str]:
+    """``privsim ARGS`` as a child process (``python -m privsim``), stderr captured;
+    ``env`` adds environment variables."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "privsim", *args],
         cwd=cwd,

@@ -20,9 +20,11 @@ from tests.cli.helpers import privsim_process, scenario_file, study_file
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
-#: Replications of about a second each (800 clients), so a sweep is still running when
-#: the test acts.
-SLOW_CLIENTS = 800
+#: Replications of about a second each (8000 clients, each agreeing AES-GCM keys with 3
+#: nodes in the sweep worker's own process), so a sweep is still running when the test
+#: acts.
+SLOW_CLIENTS = 8000
+SLOW_BASE = {"network": {"encryption": "aes-gcm"}}
 
 
 def _rows(out: Path) -> int:
@@ -69,7 +71,13 @@ def _alive(pid: int) -> bool:
 
 @linux_only
 def test_sigint_stops_a_sweep_keeping_every_finished_row(tmp_path):
-    study = study_file(tmp_path, replications=6, clients=SLOW_CLIENTS, **{"privacy.epsilon": [1.0]})
+    study = study_file(
+        tmp_path,
+        replications=6,
+        clients=SLOW_CLIENTS,
+        base_changes=SLOW_BASE,
+        **{"privacy.epsilon": [1.0]},
+    )
     out = tmp_path / "out"
 
     def sweep() -> subprocess.Popen[str]:
@@ -104,15 +112,23 @@ def test_sigint_stops_a_sweep_keeping_every_finished_row(tmp_path):
 
 
 def test_sigint_stops_a_run_with_one_line(tmp_path):
-    # key agreement of 40,000 clients with 3 nodes (120,000 pairs at about 85 µs each):
-    # about 10 s on an idle machine, so the run is still going when the 2 s line comes
+    # key agreement of 40,000 clients with 3 nodes (120,000 pairs at about 85 µs each) in
+    # the run's own process: about 10 s on an idle machine, so the run is still going
+    # when the 2 s line comes
     path = scenario_file(
         tmp_path,
         population={"clients": 40_000, "compute_nodes": 3},
         network={"encryption": "aes-gcm"},
     )
     proc = privsim_process(
-        "run", str(path), "--out", "out", "--progress", cwd=tmp_path, stdout=subprocess.PIPE
+        "run",
+        str(path),
+        "--out",
+        "out",
+        "--progress",
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        env={"PRIVSIM_ROUND_PROCESSES": "1"},
     )
     assert proc.stderr is not None
     # --progress off a terminal: a line once the run has taken 2 s (it takes far longer)
@@ -153,7 +169,13 @@ def test_run_piped_into_head(tmp_path):
 
 @linux_only
 def test_workers_end_when_the_sweep_is_killed(tmp_path):
-    study = study_file(tmp_path, replications=8, clients=SLOW_CLIENTS, **{"privacy.epsilon": [1.0]})
+    study = study_file(
+        tmp_path,
+        replications=8,
+        clients=SLOW_CLIENTS,
+        base_changes=SLOW_BASE,
+        **{"privacy.epsilon": [1.0]},
+    )
     proc = privsim_process(
         "sweep",
         str(study),
