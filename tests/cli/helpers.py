@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -57,5 +58,12 @@ def privsim_process(
         env=env,
         text=True,
         stderr=subprocess.PIPE,
+        # Ctrl-C as at a terminal, even when the tests themselves run in the background,
+        # where a shell starts them with SIGINT ignored (and Python then keeps ignoring it)
+        preexec_fn=_default_sigint if sys.platform != "win32" else None,
         **popen,
     )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
