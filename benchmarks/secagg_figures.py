@@ -357,11 +357,23 @@ def crossover_d(df: Any, a: str, b: str, n: int = 100) -> list[str]:
     return lines
 
 
+def _reps(sub: Any) -> str:
+    """How many replications the cells of ``sub`` hold, as text ("3 replications", or a
+    range when cells differ): read from the rows, so the labels say what was run."""
+    if len(sub) == 0:
+        return "no replications"
+    counts = sub.groupby(["block", "N", "d", "dropout", "design"]).size()
+    lo, hi = int(counts.min()), int(counts.max())
+    n = str(lo) if lo == hi else f"{lo}–{hi}"
+    return f"{n} replication" + ("" if n == "1" else "s")
+
+
 def statistics(df: Any) -> str:
     """The crossover claims, each comparison with its test, Holm-adjusted p and power."""
     out: list[str] = []
     scale = df[df["block"] == "scale"]
     levels = sorted(df["dropout"].unique())
+    part1, part2 = _reps(scale), _reps(df[df["block"] != "scale"])
 
     # 1. bytes per client, per (N, d), stratified by dropout
     rows: list[dict[str, Any]] = []
@@ -377,7 +389,7 @@ def statistics(df: Any) -> str:
             if r:
                 rows.append(r)
     out += [
-        "**Bytes per client** (sent + received; part 1, 3 replications per dropout level; "
+        f"**Bytes per client** (sent + received; part 1, {part1} per dropout level; "
         "Wilcoxon rank-sum stratified by dropout, two-sided; Holm over this table):",
         "",
         *_render(_family(rows)),
@@ -425,7 +437,7 @@ def statistics(df: Any) -> str:
                         rows.append(r)
         if rows:
             out += [
-                f"{title}; N = 1,000, d = 100, part 2, no fault, 10 replications per cell; "
+                f"{title}; N = 1,000, d = 100, part 2, no fault, {part2} per cell; "
                 "rank-sum, two-sided, Holm over this table):",
                 "",
                 *_render(_family(rows)),
@@ -490,7 +502,7 @@ def statistics(df: Any) -> str:
                     rows.append(r)
     if rows:
         out += [
-            "**ε for the realised coalition** (part 2, N = 1,000, d = 100, 10 replications; "
+            f"**ε for the realised coalition** (part 2, N = 1,000, d = 100, {part2}; "
             "ε = ∞ ranks above every finite ε; rank-sum, two-sided, Holm over this table):",
             "",
             *_render(_family(rows)),
@@ -547,6 +559,7 @@ def passive_check(df: Any) -> str:
     """SecAgg+ without a coalition against SecAgg+ with the server and 10% of the clients
     colluding: the colluders are passive, so nothing but ε should differ."""
     at = df[(df["N"] == 1000) & (df["d"] == 100) & (df["design"] == "SecAgg+")]
+    part2 = _reps(at)
     plain = at[at["block"] == "no fault"].assign(design="no coalition")
     coalition = at[at["block"] == "servers + 10% clients"].assign(design="coalition")
     if plain.empty or coalition.empty:
@@ -567,7 +580,7 @@ def passive_check(df: Any) -> str:
                 rows.append(r)
     return "\n".join(
         [
-            "**Passive colluders** (SecAgg+ at N = 1,000, d = 100, 10 replications: no "
+            f"**Passive colluders** (SecAgg+ at N = 1,000, d = 100, {part2}: no "
             "coalition against the server and 10% of the clients colluding; rank-sum, "
             "two-sided, Holm over this table; nothing but ε should differ):",
             "",
@@ -611,6 +624,7 @@ def figures(df: Any, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     scale = df[df["block"] == "scale"]
+    part1, part2 = _reps(scale), _reps(df[df["block"] != "scale"])
     paths: list[Path] = []
 
     def lines(ax: Any, sub: Any, x: str, y: str) -> None:
@@ -639,7 +653,7 @@ def figures(df: Any, out: Path) -> list[Path]:
     lines(axes[1], scale[(scale["d"] == 10) & (scale["dropout"] == 0.1)], "N", "client_bytes")
     axes[1].set(xscale="log", yscale="log", xlabel="N", title="d = 10, 10% dropout")
     axes[1].legend(fontsize=7)
-    fig.suptitle("medians and 95% bootstrap intervals, 3 replications", fontsize=8)
+    fig.suptitle(f"medians and 95% bootstrap intervals, {part1}", fontsize=8)
     fig.tight_layout()
     paths.append(out / "secagg-bytes-per-client.png")
     fig.savefig(paths[-1], dpi=80)
@@ -652,13 +666,13 @@ def figures(df: Any, out: Path) -> list[Path]:
         yscale="log",
         xlabel="N",
         ylabel="wall seconds per run",
-        title="d = 10, 10% dropout (3 reps; loaded 2-core machine)",
+        title=f"d = 10, 10% dropout ({part1}; loaded 2-core machine)",
     )
     lines(axes[1], reference(df), "dropout", "sim_s")
     axes[1].set(
         xlabel="clients absent",
         ylabel="simulated completion (s)",
-        title="N = 1,000, d = 100 (10 replications)",
+        title=f"N = 1,000, d = 100 ({part2})",
     )
     axes[1].legend(fontsize=7)
     fig.tight_layout()
@@ -693,7 +707,7 @@ def figures(df: Any, out: Path) -> list[Path]:
     ax.set(
         ylabel="achieved ε (10 = ∞; 0 = no release)",
         yscale="symlog",
-        title="N = 1,000, d = 100, 10% dropout: ε, median and 95% CI (10 reps)",
+        title=f"N = 1,000, d = 100, 10% dropout: ε, median and 95% CI ({part2})",
     )
     ax.legend(fontsize=7)
     loss = df[(df["block"] == "node loss")]
@@ -715,7 +729,7 @@ def figures(df: Any, out: Path) -> list[Path]:
     ax.set(
         xlabel="clients absent",
         ylabel="release rate",
-        title="node or server lost (10 reps)",
+        title=f"node or server lost ({part2})",
         ylim=(-0.05, 1.05),
     )
     fig.tight_layout()
