@@ -272,3 +272,15 @@ def test_passive_colluders_change_nothing_but_epsilon(df: Any) -> None:
     assert len(rows) == 6 and not any(
         x.endswith("| a < b |") or x.endswith("| a > b |") for x in rows
     )
+
+
+def test_replication_counts_are_read_from_the_rows(df: Any) -> None:
+    """The labels state what was run: 3 per cost cell and 10 per fault cell in this
+    store, and a range once cells differ."""
+    scale = df[df["block"] == "scale"]
+    assert secagg_figures._reps(scale) == "3 replications"
+    assert secagg_figures._reps(df[df["block"] != "scale"]) == "10 replications"
+    assert "part 1, 3 replications per dropout level" in secagg_figures.statistics(df)
+    first = scale["design"].iloc[0]
+    uneven = scale[~((scale["design"] == first) & (scale["replication"] > 0))]
+    assert secagg_figures._reps(uneven) == "1–3 replications"
