@@ -61,6 +61,7 @@ def test_worker_processes_release_the_same_bytes_as_one_process(shares, encrypti
     monkeypatch.setattr(pool, "MIN_SECONDS", 0.0)
     monkeypatch.setattr(pool, "SLICES_PER_WORKER", 3)  # uneven slices, out-of-order replies
     monkeypatch.setenv(pool.ENV, "2")
+    monkeypatch.setattr(pool.WorkerUsage, "cpu_seconds", ())  # no earlier pool's figures
     pooled = simulate(scenario, seed=11)
     assert pooled.outcome.ok
     assert len(pool.WorkerUsage.cpu_seconds) == 2  # the round really ran on two workers
