@@ -27,6 +27,8 @@ import numpy as np
 import numpy.typing as npt
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from privsim.sim import portable
+
 __all__ = ["BOX_MULLER_MAX", "KeyStream", "uniforms"]
 
 U64 = npt.NDArray[np.uint64]
@@ -40,7 +42,6 @@ BOX_MULLER_MAX = 64
 _CTR_MIN_BLOCKS = 256
 # ECB calls work on about 1 MiB at a time, to stay in cache.
 _ECB_CHUNK_BLOCKS = 65536
-_TWO_PI = 2.0 * np.pi
 
 
 def uniforms(words: U64) -> F64:
@@ -148,11 +149,13 @@ class KeyStream:
         if count <= BOX_MULLER_MAX:
             pairs = (count + 1) // 2
             w = self.words(idx, 0, 2 * pairs).reshape(idx.size, pairs, 2)
-            radius = np.sqrt(-2.0 * np.log1p(-uniforms(w[:, :, 0])))
-            angle = _TWO_PI * uniforms(w[:, :, 1])
+            # ln(1 − u) and the angle 2πu through privsim.sim.portable: the same bits on
+            # any CPU (NumPy's log1p differs in the last bit between AVX-512 and others).
+            radius = np.sqrt(-2.0 * portable.log(1.0 - uniforms(w[:, :, 0])))
+            sin, cos = portable.sin_cos_turns(uniforms(w[:, :, 1]))
             z = np.empty((idx.size, pairs, 2))
-            np.multiply(radius, np.cos(angle), out=z[:, :, 0])
-            np.multiply(radius, np.sin(angle), out=z[:, :, 1])
+            np.multiply(radius, cos, out=z[:, :, 0])
+            np.multiply(radius, sin, out=z[:, :, 1])
             return z.reshape(idx.size, 2 * pairs)[:, :count]
         seeds = self.words(idx, 0, 4)
         bitgen = np.random.PCG64(0)

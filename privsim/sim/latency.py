@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import ndtri
 
+from privsim.sim import portable
+
 __all__ = [
     "ConstantLatency",
     "EmpiricalLatency",
@@ -95,7 +97,8 @@ class UniformLatency:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LogNormalLatency:
     """Delay ``median * exp(sigma * Z)``, Z standard normal: heavy right tail, as measured
-    on wide-area links. ``shift`` adds a fixed propagation floor."""
+    on wide-area links. ``shift`` adds a fixed propagation floor. The exponential is
+    :func:`privsim.sim.portable.exp`, so a delay has the same bits on every CPU."""
 
     median: float
     sigma: float
@@ -107,10 +110,10 @@ class LogNormalLatency:
         _check_nonneg("shift", self.shift)
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
-        return self.shift + self.median * np.exp(self.sigma * rng.standard_normal(size))
+        return self.shift + self.median * portable.exp(self.sigma * rng.standard_normal(size))
 
     def from_uniform(self, u: FloatArray) -> FloatArray:
-        return self.shift + self.median * np.exp(self.sigma * ndtri(np.asarray(u)))
+        return self.shift + self.median * portable.exp(self.sigma * ndtri(np.asarray(u)))
 
     @property
     def mean(self) -> float:

@@ -20,6 +20,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from privsim.sim import portable
+
 __all__ = [
     "discrete_gaussian_pmf",
     "sample_discrete_gaussian",
@@ -52,7 +54,7 @@ def _laplace_candidates(rng: np.random.Generator, t: int, m: int) -> I64:
     on {0, 1, …}, X = U + t·V, a fair sign, and (sign −, X = 0) rejected. Returns the
     accepted values of this batch (fewer than ``m``)."""
     u = rng.integers(0, t, size=m)
-    keep = rng.random(m) < np.exp(-u / t)
+    keep = rng.random(m) < portable.exp(-u / t)
     v = rng.geometric(1.0 - _EXP_MINUS_ONE, size=m) - 1  # numpy counts trials (≥ 1)
     x = u + t * v
     negative = rng.random(m) < 0.5
@@ -102,7 +104,7 @@ def sample_discrete_gaussian(rng: np.random.Generator, sigma: float, size: Size)
         need = n - filled
         m = int(need / rate * 1.1) + 16
         y = _laplace_candidates(rng, t, m)
-        keep = rng.random(y.size) < np.exp(-((np.abs(y) - s2 / t) ** 2) / (2.0 * s2))
+        keep = rng.random(y.size) < portable.exp(-((np.abs(y) - s2 / t) ** 2) / (2.0 * s2))
         got = y[keep]
         rate = max(got.size / m, 0.05)
         take = min(need, got.size)
