@@ -105,3 +105,11 @@ def test_the_same_bits_with_and_without_the_cpus_vector_instructions(tmp_path):
         for limited in (False, True)
     }
     assert len(digests) == 1
+
+
+def test_one_value_takes_the_scalar_path_with_the_same_bits():
+    """A message's latency is one value: exp of a one-element array goes through Python
+    floats, which must give the array path's bits, edges of the range included."""
+    x = np.concatenate([X_EXP[:20_000], [709.782712893384, -745.1332191019412, -0.0, 1e-300]])
+    one_by_one = np.array([portable.exp(np.array([v]))[0] for v in x.tolist()])
+    assert np.array_equal(one_by_one, portable.exp(x))
