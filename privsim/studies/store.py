@@ -7,6 +7,15 @@ the row id is the primary key, so a resumed study can neither duplicate nor lose
 Parquet files are immutable and would need one file per row or periodic rewrites to get
 the same guarantee. Rows are stored as JSON documents and flattened on loading.
 
+A store is created atomically: its SQLite file, schema and all, is built under a
+temporary name in the same directory (``.results.sqlite.<random>.tmp``), fsynced, and only
+then renamed to ``results.sqlite`` (and the directory fsynced). A sweep killed at any
+instant therefore leaves either no ``results.sqlite`` or a complete store; a temporary
+file left by a kill is never read as a store, and the next sweep of the directory deletes
+it (:func:`remove_leftovers`). A ``results.sqlite`` that an older privsim left when killed
+before its first write — 0 bytes, or an SQLite header without tables
+(:func:`is_unstarted`) — holds nothing: a sweep replaces it the same way.
+
 An existing file is checked read-only before anything opens it for writing (an SQLite
 header, this schema, SQLite's quick integrity check): a corrupted or foreign
 ``results.sqlite`` is a :class:`StoreError` naming the file, and is never written. A store
@@ -18,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -39,13 +49,23 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "check_store",
+    "is_unstarted",
     "load",
     "lock_directory",
+    "remove_leftovers",
     "stored_row",
 ]
 
 DB_NAME = "results.sqlite"
 LOCK_NAME = "sweep.lock"
+#: The temporary names a store is built under before it is renamed to ``DB_NAME``.
+_TMP_GLOB = f".{DB_NAME}.*.tmp"
+#: SQLite's files beside a database (write-ahead log, its index, a rollback journal).
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+#: Why a file without rows or tables is there, and what to do about it.
+_UNSTARTED_HINT = (
+    ", as a sweep stopped before its first write leaves it (run that sweep again to resume it)"
+)
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The tables and columns of a results store; any other table makes a file foreign.
 _TABLES = {
@@ -88,15 +108,50 @@ def _read_only(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
 
 
-def check_store(path: str | Path) -> None:
+def is_unstarted(path: str | Path) -> bool:
+    """Whether ``path`` is what an older privsim left when killed between creating its store
+    and writing the schema: a file of 0 bytes, or a sound SQLite file with no table (nor any
+    other schema entry). It holds nothing, so a sweep may replace it. Read-only."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            return False
+        if path.stat().st_size == 0:
+            return True
+        with path.open("rb") as fh:
+            head = fh.read(100)
+    except OSError:
+        return False
+    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
+        return False
+    try:
+        db = _read_only(path)
+        try:
+            if db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+                return False
+            return db.execute("PRAGMA quick_check(1)").fetchone() == ("ok",)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False
+
+
+def check_store(path: str | Path, *, unstarted_ok: bool = False) -> None:
     """Refuse (:class:`StoreError`) a ``results.sqlite`` that is empty, not SQLite,
     truncated or otherwise corrupted, or has another schema: checked through a read-only
-    connection, before anything writes. A missing file passes (a new store)."""
+    connection, before anything writes. A missing file passes (a new store), and so does,
+    with ``unstarted_ok`` (for a sweep, which replaces it), an unstarted one
+    (:func:`is_unstarted`)."""
     path = Path(path)
     if not path.exists():
         return
     if not path.is_file():
         raise _unusable(path, "is not a regular file")
+    if is_unstarted(path):
+        if unstarted_ok:
+            return
+        what = "is empty (0 bytes)" if path.stat().st_size == 0 else "has no tables"
+        raise _unusable(path, what + _UNSTARTED_HINT)
     try:
         with path.open("rb") as fh:
             head = fh.read(100)
@@ -132,11 +187,93 @@ def check_store(path: str | Path) -> None:
         raise _unusable(path, f"is corrupted or unreadable (SQLite: {exc})") from None
 
 
+def _create(path: Path) -> None:
+    """Put a complete, empty store at ``path`` unless a store is there: built under a
+    temporary name beside it, fsynced, then renamed into place. An unstarted file
+    (:func:`is_unstarted`) is replaced; anything else at ``path`` is left for SQLite (and
+    its named error)."""
+    if path.exists() and not is_unstarted(path):
+        return
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        _build_empty(tmp)
+        _publish(tmp, path)
+    except OSError as exc:
+        raise StoreError(
+            f"{path} cannot be created ({exc.strerror or exc}): make {path.parent} writable, "
+            "or choose another --out directory"
+        ) from None
+    finally:
+        _remove_with_side_files(tmp)
+
+
+def _build_empty(tmp: Path) -> None:
+    """A new SQLite file at ``tmp`` with the store's schema, in write-ahead mode, on disk."""
+    db = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.executescript(_SCHEMA)
+    finally:
+        db.close()  # the last connection: the schema is checkpointed into the file
+    _fsync(tmp)
+
+
+def _publish(tmp: Path, path: Path) -> None:
+    """Rename the complete store ``tmp`` to ``path`` (replacing an unstarted file), after
+    deleting SQLite files that a store gone from ``path`` left beside it (a write-ahead log
+    there would be replayed into the new store)."""
+    for side in _SIDE_FILES:
+        path.with_name(path.name + side).unlink(missing_ok=True)
+    if path.exists():
+        os.replace(tmp, path)
+    else:
+        _link_new(tmp, path)
+    _fsync(path.parent)
+
+
+def _link_new(tmp: Path, path: Path) -> None:
+    """``tmp`` as the new ``path``, never replacing a store that another process created
+    meanwhile (a hard link fails if ``path`` exists; the caller then uses that store)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    except OSError:  # no hard links on this file system: the directory lock guards sweeps
+        os.replace(tmp, path)
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file, or a directory's entries (POSIX only), to disk."""
+    if path.is_dir() and not hasattr(os, "O_DIRECTORY"):
+        return  # pragma: no cover - directories cannot be opened (Windows)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_with_side_files(path: Path) -> None:
+    for name in (path.name, *(path.name + side for side in _SIDE_FILES)):
+        path.with_name(name).unlink(missing_ok=True)
+
+
+def remove_leftovers(directory: str | Path) -> int:
+    """Delete what killed store creations left (``.results.sqlite.*.tmp`` and SQLite's files
+    beside them), never a store; how many files that was. Call it only under
+    :func:`lock_directory`: a creation running meanwhile would lose its temporary file."""
+    leftovers = sorted(Path(directory).glob(_TMP_GLOB + "*"))
+    for leftover in leftovers:
+        leftover.unlink(missing_ok=True)
+    return len(leftovers)
+
+
 class ResultStore:
     """Append-only, crash-safe store of study rows.
 
-    An existing file is checked first (:func:`check_store`). ``readonly`` opens an
-    existing store for reading only (``report``, ``replay``, :func:`load`)."""
+    An existing file is checked first (:func:`check_store`); a missing or unstarted one is
+    created atomically (see the module's docstring). ``readonly`` opens an existing store
+    for reading only (``report``, ``replay``, :func:`load`)."""
 
     def __init__(
         self, directory: str | Path, *, readonly: bool = False, check: bool = True
@@ -144,7 +281,7 @@ class ResultStore:
         self.directory = Path(directory)
         self.path = self.directory / DB_NAME
         if check:
-            check_store(self.path)
+            check_store(self.path, unstarted_ok=not readonly)
         try:
             if readonly:
                 if not self.path.is_file():
@@ -152,6 +289,7 @@ class ResultStore:
                 self._db = _read_only(self.path)
                 return
             self.directory.mkdir(parents=True, exist_ok=True)
+            _create(self.path)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")

@@ -11,8 +11,15 @@ from typing import Any, TextIO
 
 from privsim.progress import RowBar
 from privsim.results import write_json_atomic
-from privsim.studies.executors import make_executor
-from privsim.studies.store import DB_NAME, ResultStore, check_store, lock_directory
+from privsim.scenarios.loader import InputFileError, read_input_text
+from privsim.studies.executors import check_workers, make_executor
+from privsim.studies.store import (
+    DB_NAME,
+    ResultStore,
+    check_store,
+    lock_directory,
+    remove_leftovers,
+)
 from privsim.studies.study import Study, StudyError
 from privsim.studies.worker import run_task
 
@@ -44,7 +51,12 @@ class SweepInterrupted(KeyboardInterrupt):
 
 def _read_study_file(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_input_text(path, "study description"))
+    except InputFileError as exc:  # a directory, a FIFO, a huge file in its place
+        raise StudyError(
+            f"{exc.problem}: the results directory is damaged or not a study's; restore "
+            "the file, or choose another --out directory"
+        ) from None
     except (OSError, ValueError, RecursionError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not valid JSON text"
         raise StudyError(
@@ -63,6 +75,14 @@ def _study_key(study: dict[str, Any]) -> str:
     """What must match for two sweeps to share a store: all but the replications (row
     seeds do not depend on their number)."""
     return json.dumps({k: v for k, v in study.items() if k != "replications"}, sort_keys=True)
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Delete the temporary files that a sweep killed while creating its store or writing
+    ``study.json`` left in ``out``, so that they never pile up."""
+    remove_leftovers(out)
+    for leftover in out.glob(f".{STUDY_FILE}.*.tmp"):  # write_json_atomic's temporary names
+        leftover.unlink(missing_ok=True)
 
 
 def _check_same_study(out: Path, study: Study) -> dict[str, Any]:
@@ -101,9 +121,14 @@ def sweep(
     ``distributed.Security`` for a ``tls://`` scheduler (see
     :func:`~privsim.studies.executors.dask_security`). Progress goes to ``progress``
     when it is a terminal, or always with ``show_progress`` (never with False or None).
-    Ctrl-C stops the sweep with :class:`SweepInterrupted`, every finished row kept."""
+    Ctrl-C stops the sweep with :class:`SweepInterrupted`, every finished row kept.
+    ``workers``: local worker processes (default one per core), at most
+    :data:`~privsim.studies.executors.WORKERS_PER_CORE` per core and never more than the
+    tasks to run."""
     out = Path(out)
     started = time.perf_counter()
+    if scheduler in (None, "", "local"):
+        check_workers(workers)  # --workers 100000: refused before anything is made
     if out.exists() and not out.is_dir():
         raise StudyError(f"--out {out} is a file, not a directory; choose a directory")
     out.mkdir(parents=True, exist_ok=True)
@@ -123,9 +148,12 @@ def _sweep_locked(
     security: Any,
     show_progress: bool | None = None,
 ) -> SweepSummary:
-    check_store(out / DB_NAME)  # corrupted or foreign: a named error, before any write
+    # corrupted or foreign: a named error, before any write; unstarted: replaced below
+    check_store(out / DB_NAME, unstarted_ok=True)
     mine = _check_same_study(out, study)
-    executor = make_executor(scheduler, workers, security)  # an unreachable scheduler fails here
+    _remove_leftovers(out)  # safe: the directory lock keeps other sweeps out
+    # An unreachable scheduler fails here; no more local workers start than the study has tasks.
+    executor = make_executor(scheduler, workers, security, tasks=study.n_cells * study.replications)
     try:
         with ResultStore(out, check=False) as store:
             # The same-study check and the first write are one transaction: a different

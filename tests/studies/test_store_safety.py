@@ -143,7 +143,6 @@ def _directory(path: Path) -> None:
 
 CORRUPTIONS = {
     "random bytes": (_random_bytes, "not an SQLite database"),
-    "zero bytes": (_zero_bytes, "empty"),
     "short header": (_short_header, "truncated"),
     "truncated": (_truncated, "integrity check|corrupted"),
     "foreign schema": (_foreign_schema, "foreign tables"),
@@ -195,6 +194,55 @@ def test_report_sweep_and_replay_name_a_bad_store_and_never_write_it(damaged, ca
     assert main(["replay", row_id, "--out", str(out)]) == 2
     _named_error(capsys, out, words)
     assert _digest(out / DB_NAME) == before
+
+
+def _header_only(path: Path) -> None:
+    """What an older privsim left when killed right after switching its new store to
+    write-ahead mode: one page with an SQLite header, and no table."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.close()
+
+
+def _zero_bytes_and_a_stale_log(path: Path) -> None:
+    """0 bytes beside the write-ahead log of another store (whose file was deleted while its
+    log stayed): a new store must not replay that log, which holds row ``c-r0``."""
+    other = path.parent.parent / "other"
+    with ResultStore(other) as store:
+        store.add(_row(0))
+        log = Path(f"{other / DB_NAME}-wal")
+        Path(f"{path}-wal").write_bytes(log.read_bytes())
+    _zero_bytes(path)
+
+
+UNSTARTED = {
+    "zero bytes": _zero_bytes,
+    "header only": _header_only,
+    "zero bytes and a stale log": _zero_bytes_and_a_stale_log,
+}
+
+
+@pytest.mark.parametrize("left", sorted(UNSTARTED))
+def test_a_store_left_empty_by_an_interrupted_first_write_resumes(tmp_path, capsys, left):
+    """Older privsim versions created results.sqlite in place, so a sweep killed between
+    creating the file and its first write left 0 bytes or an SQLite header without tables.
+    Such a file holds no row and no schema: it is the sweep's own unfinished store, not a
+    damaged or foreign one. It used to be refused ("is empty"), so that sweep could never
+    resume; now the sweep replaces it (atomically) with a new store and runs every row.
+    Read-only commands, which have nothing to read, still name it and leave it as it is."""
+    out = tmp_path / "out"
+    out.mkdir()
+    study = load_study(_study(tmp_path))
+    (out / STUDY_FILE).write_text(json.dumps(study.to_toml_dict()))
+    UNSTARTED[left](out / DB_NAME)
+    before = _digest(out / DB_NAME)
+    assert main(["report", str(out)]) == 2
+    _named_error(capsys, out, r"sweep stopped before its first write .*run that sweep again")
+    assert _digest(out / DB_NAME) == before
+    assert main(["sweep", str(_study(tmp_path)), "--out", str(out), "--workers", "1"]) == 0
+    with ResultStore(out, readonly=True) as store:
+        assert store.done() == {t.row_id for t in study.tasks()}  # and no stale c-r0
+    assert main(["report", str(out)]) == 0
 
 
 def test_a_damaged_study_file_or_row_is_a_named_error(tmp_path, capsys):

@@ -169,28 +169,38 @@ def test_dask_local_cluster_gives_the_same_rows_as_the_process_pool(tmp_path):
         assert rows_without_timing(a.rows()) == rows_without_timing(b.rows())
 
 
+def stored_rows(out: Path) -> int:
+    """How many rows the store in ``out`` holds, read without writing anything (a test
+    polls a running sweep's store this way); 0 while the sweep has not created it. A store
+    appears whole (schema and all) or not at all, so an existing file is always readable."""
+    if not (out / "results.sqlite").exists():
+        return 0
+    with ResultStore(out, readonly=True) as store:
+        return len(store)
+
+
 def test_killed_sweep_resumes_without_losing_or_duplicating_rows(tmp_path):
     """kill -9 a running sweep (and its workers), start it again: the final table equals
     an uninterrupted run's."""
     path = _study_file(tmp_path, '"privacy.epsilon" = [0.5, 1.0, 2.0, 4.0]', replications=10)
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "privsim", "sweep", str(path), "--out", str(out), "--workers", "1"]
-    proc = subprocess.Popen(
-        cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    err = tmp_path / "sweep.stderr"  # a file, not a pipe: a full pipe would stall the sweep
+    with err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=stderr
+        )
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if (out / "results.sqlite").exists():
-            with ResultStore(out) as store:
-                if len(store) >= 5:
-                    break
+    while time.monotonic() < deadline and proc.poll() is None and stored_rows(out) < 5:
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:  # else the sweep ended by itself: said below, with its stderr
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    with ResultStore(out) as store:
-        partial = len(store)
+    assert proc.returncode == -signal.SIGKILL, f"sweep ended ({proc.returncode}): {err.read_text()}"
+    partial = stored_rows(out)
     assert 5 <= partial < 40, "the kill must land mid-run"
-    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    resumed = subprocess.run(cmd, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
     full = tmp_path / "uninterrupted"
     sweep(load_study(path), full, workers=2, progress=None)
     with ResultStore(out) as a, ResultStore(full) as b:
