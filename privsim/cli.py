@@ -115,10 +115,14 @@ def _privacy_verdict(result: dict[str, Any], *, allowed: bool) -> int:
         return 0
     if privacy["guarantee_met"]:
         return 0
+    from privsim.analysis.report import format_epsilon, format_number
+
+    # ε = ∞ (every compute node colluding) is the text "inf" in a result: JSON has no infinity
     print(
         f"privsim: warning: the privacy guarantee is NOT met: achieved epsilon = "
-        f"{privacy['achieved_epsilon']:.4g} at delta = {privacy['delta']} against the target "
-        f"epsilon = {privacy['target_epsilon']} ({privacy.get('notion', '')}). "
+        f"{format_epsilon(privacy['achieved_epsilon'])} at delta = "
+        f"{format_number(privacy['delta'], 'g')} against the target epsilon = "
+        f"{format_number(privacy['target_epsilon'], 'g')} ({privacy.get('notion', '')}). "
         + (
             "Allowed by the scenario or --allow-overspend."
             if allowed
@@ -211,10 +215,12 @@ def _apply_max_memory(args: argparse.Namespace) -> None:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from privsim.studies.executors import dask_security
+    from privsim.studies.executors import check_workers, dask_security
     from privsim.studies.study import load_study
     from privsim.studies.sweep import sweep
 
+    if args.scheduler in (None, "local"):  # a remote cluster has its own workers
+        check_workers(args.workers)  # before the study's cells are validated
     security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key)
     study = _study_with_settings(load_study(args.study), args.set or [], args.replications)
     summary = sweep(
@@ -281,10 +287,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
         import json
 
         from privsim.analysis.html import write_html
+        from privsim.scenarios.loader import read_input_text
         from privsim.studies.store import load
 
         study_file = Path(args.results) / "study.json"
-        study = json.loads(study_file.read_text(encoding="utf-8")) if study_file.exists() else {}
+        text = read_input_text(study_file, "study description") if study_file.exists() else "{}"
+        study = json.loads(text)
         page = write_html(
             load(args.results),
             Path(args.results) / "report" / "index.html",
@@ -301,7 +309,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from privsim.audit import audit
     from privsim.results import write_json_atomic
     from privsim.scenarios import load_scenario
+    from privsim.studies.executors import check_workers
 
+    if args.scheduler in (None, "local"):  # a remote cluster has its own workers
+        check_workers(args.workers, default="to run the trials in this process")
     if args.trials < 4:
         raise ValueError(
             f"--trials {args.trials}: an audit needs at least 4 trials per side; "
@@ -406,15 +417,16 @@ def _pattern_values(options: list[str], flag: str) -> dict[str, float]:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from privsim.golden import check_golden, parse_tolerances
+    from privsim.golden import UnmatchedPatternWarning, check_golden, parse_tolerances
     from privsim.progress import working
 
     scenario = _scenario_with_settings(args)
     tolerances = parse_tolerances(
         _pattern_values(args.rel or [], "--rel"), _pattern_values(args.abs or [], "--abs")
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # `privsim run` shows them; a check compares
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("ignore")  # `privsim run` shows the run's; a check compares
+        warnings.simplefilter("always", UnmatchedPatternWarning)  # but a pattern's, it shows
         with working(f"checking {scenario.name}", stream=sys.stderr, show=args.progress):
             report = check_golden(
                 scenario,
@@ -424,8 +436,28 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 ignore=args.ignore or [],
                 update=args.update,
             )
+    for w in caught:
+        if isinstance(w.message, UnmatchedPatternWarning):
+            print(f"privsim: warning: {_unmatched_option(w.message, args)}", file=sys.stderr)
     print(f"{args.scenario}: {report}")
     return 0 if report.ok else EXIT_DIFFERS
+
+
+def _unmatched_option(warning: Any, args: argparse.Namespace) -> str:
+    """A pattern's :class:`~privsim.golden.UnmatchedPatternWarning` named by the options
+    that gave it: ``--rel '[=1': the pattern '[' matches no field of the result ...``."""
+    pattern = warning.pattern
+    if warning.kind == "ignore":
+        options = [f"--ignore {pattern!r}"]
+    else:
+        given = (("--rel", args.rel or []), ("--abs", args.abs or []))
+        options = [
+            f"{flag} {option!r}"
+            for flag, values in given
+            for option in values
+            if option.rpartition("=")[0] == pattern
+        ]
+    return f"{' and '.join(options)}: the pattern {pattern!r} {warning.detail}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -483,7 +515,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw_p.add_argument("--tls-cert", help="PEM file of this client's certificate (mutual TLS)")
     sw_p.add_argument("--tls-key", help="PEM file of this client's private key")
-    sw_p.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    sw_p.add_argument(
+        "--workers",
+        type=int,
+        help="worker processes (default: one per core; at most 4 per core, and no more "
+        "start than the study has tasks)",
+    )
     sw_p.add_argument(
         "--replications", type=int, metavar="N", help="replications per cell (default: the study's)"
     )
@@ -521,7 +558,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)"
     )
     au_p.add_argument("--seed", type=int, help="audit seed (default: the scenario's seed)")
-    au_p.add_argument("--workers", type=int, help="local worker processes (default: this one)")
+    au_p.add_argument(
+        "--workers",
+        type=int,
+        help="local worker processes (default: this one; at most 4 per core)",
+    )
     au_p.add_argument("--scheduler", help="Dask scheduler address, or 'local'")
     au_p.add_argument(
         "--full-runs",

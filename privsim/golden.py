@@ -17,10 +17,12 @@ then longest) wins.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,9 +39,11 @@ __all__ = [
     "GoldenMismatch",
     "GoldenReport",
     "Tolerance",
+    "UnmatchedPatternWarning",
     "assert_golden",
     "check_golden",
     "compare",
+    "field_paths",
     "format_differences",
     "parse_tolerances",
     "read_golden",
@@ -278,6 +282,86 @@ def _plain(value: Any) -> Any:
     return without_timing(json.loads(json.dumps(jsonable(value), default=str)))
 
 
+class UnmatchedPatternWarning(UserWarning):
+    """A tolerance or ignore pattern that matches no field of the result (a typo, or a
+    field that is not there), so it changes nothing. ``kind`` is "tolerance" or "ignore";
+    ``detail`` says why and names fields that exist."""
+
+    def __init__(self, kind: str, pattern: str, detail: str) -> None:
+        super().__init__(f"{kind} pattern {pattern!r} {detail}")
+        self.kind, self.pattern, self.detail = kind, pattern, detail
+
+
+#: How many existing field paths an unmatched pattern's warning names.
+SUGGESTED = 3
+
+
+def _paths(value: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """Every field path of plain result data, each with whether it holds a value (a
+    leaf, which a tolerance applies to) rather than a table or a list."""
+    if isinstance(value, Mapping | list):
+        if prefix:
+            yield prefix, False
+        items = value.items() if isinstance(value, Mapping) else enumerate(value)
+        for key, item in items:
+            yield from _paths(item, (*prefix, str(key)))
+    else:
+        yield prefix, True
+
+
+def field_paths(result: Any) -> list[str]:
+    """The dotted path of every value in a result (timings aside), as the tolerance and
+    ignore patterns match them: ``privacy.achieved_epsilon``, ``privacy.events.0.label``."""
+    return [".".join(path) for path, leaf in _paths(_plain(result)) if leaf]
+
+
+def _unmatched_detail(
+    kind: str, text: str, paths: list[tuple[tuple[str, ...], bool]]
+) -> str | None:
+    """Why the pattern ``text`` changes nothing in a result with ``paths``, or None when
+    it matches a field (any field for ``ignore``, a value for a tolerance)."""
+    pattern = _segments(text)
+    hits = [leaf for path, leaf in paths if _matches(pattern, path)]
+    if any(hits) or (hits and kind == "ignore"):
+        return None
+    if hits:  # a tolerance on a table: it applies to values only
+        return (
+            "names a table or list of the result, not a value, so no number takes its "
+            f"tolerance; write {text + '.*'!r} (its values) or {text + '.**'!r} (every value "
+            "under it)"
+        )
+    values = list(dict.fromkeys(".".join(path) for path, leaf in paths if leaf))
+    near = difflib.get_close_matches(text, values, n=SUGGESTED, cutoff=0.5)
+    tops = list(dict.fromkeys(path[0] for path, _ in paths if path))
+    more = f" and {len(tops) - 10} more" if len(tops) > 10 else ""
+    shown = (
+        f"the nearest fields are {', '.join(near)}"
+        if near
+        else f"the result's top-level fields are {', '.join(tops[:10])}{more}"
+    )
+    return (
+        f"matches no field of the result, so it changes nothing; {shown}. A field is the "
+        "dotted path of a value in the result JSON that privsim run writes (all of them: "
+        "privsim.golden.field_paths(result)); * matches one segment, ** any number"
+    )
+
+
+def _warn_unmatched(
+    results: Sequence[Any],
+    tolerances: Mapping[str, Any] | None,
+    ignore: Sequence[str],
+    stacklevel: int,
+) -> None:
+    """An :class:`UnmatchedPatternWarning` for every pattern of ``tolerances`` and
+    ``ignore`` that matches no field of any of ``results``."""
+    paths = [p for r in results if r is not None for p in _paths(_plain(r))]
+    given = [("tolerance", t) for t in (tolerances or {})] + [("ignore", i) for i in ignore]
+    for kind, text in given:
+        detail = _unmatched_detail(kind, text, paths)
+        if detail is not None:
+            warnings.warn(UnmatchedPatternWarning(kind, text, detail), stacklevel=stacklevel)
+
+
 def format_differences(differences: Sequence[Difference], limit: int = SHOWN) -> str:
     """One line per differing field (at most ``limit``, then how many more)."""
     lines = [f"  {d}" for d in differences[:limit]]
@@ -298,13 +382,19 @@ class Golden:
 
 def read_golden(path: str | Path) -> Golden:
     """A golden file (or a ``privsim run`` result file, read as one)."""
+    from privsim.scenarios.loader import InputFileError, read_input_text
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(read_input_text(p, "golden file"))
     except FileNotFoundError:
         raise GoldenError(
             f"no golden file {p}; write it with --update (privsim check), update=True "
             "(check_golden) or pytest --privsim-update-golden"
+        ) from None
+    except InputFileError as exc:  # /dev/zero, a FIFO, a directory, a huge file
+        raise GoldenError(
+            f"{exc.problem}; give the path of a golden JSON file, or write one with --update"
         ) from None
     except (OSError, ValueError, RecursionError) as exc:
         raise GoldenError(
@@ -414,7 +504,23 @@ def check_golden(
     The seed is ``seed``, else the golden file's, else the scenario's. ``tolerances``
     and ``ignore`` add to (and, for the same pattern, replace) the file's own. With
     ``update``, the golden file is (re)written from this run, keeping the file's
-    tolerances and ignored fields plus the ones given."""
+    tolerances and ignored fields plus the ones given. A pattern of ``tolerances`` or
+    ``ignore`` that matches no field of the result (or of the golden one) is an
+    :class:`UnmatchedPatternWarning`: a typo would otherwise change nothing, silently."""
+    return _check_golden(scenario, golden, seed, tolerances, ignore, update, stacklevel=4)
+
+
+def _check_golden(
+    scenario: Scenario | str | Path,
+    golden: str | Path,
+    seed: int | None,
+    tolerances: Mapping[str, Any] | None,
+    ignore: Sequence[str],
+    update: bool,
+    *,
+    stacklevel: int,
+) -> GoldenReport:
+    """:func:`check_golden`; ``stacklevel`` points a pattern's warning at the caller."""
     from privsim.runs import run
 
     path = Path(golden)
@@ -428,6 +534,9 @@ def check_golden(
     tol = {**(stored.tolerances if stored else {}), **(tolerances or {})}
     skip = tuple(dict.fromkeys([*(stored.ignore if stored else ()), *ignore]))
     result = run(sc, used_seed).to_dict()
+    _warn_unmatched(
+        [stored.result if stored else None, result], tolerances, ignore, stacklevel=stacklevel
+    )
     if update:
         write_golden(path, result, seed=used_seed, tolerances=tol, ignore=skip)
         return GoldenReport(path, used_seed, updated=True)
@@ -446,9 +555,7 @@ def assert_golden(
 ) -> GoldenReport:
     """:func:`check_golden`, raising :class:`GoldenMismatch` (an ``AssertionError``
     listing every differing field) when the result differs."""
-    report = check_golden(
-        scenario, golden, seed=seed, tolerances=tolerances, ignore=ignore, update=update
-    )
+    report = _check_golden(scenario, golden, seed, tolerances, ignore, update, stacklevel=4)
     if not report.ok:
         raise GoldenMismatch(report)
     return report

@@ -6,14 +6,15 @@ every protocol; the protocol's own section comes from its registry entry.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Mapping
 from typing import Any
 
 from privsim import registry
-from privsim.kit.text import fmt_bytes, fmt_eps
+from privsim.kit.text import fmt_bytes
 
-__all__ = ["OUTLIER_FACTOR", "format_report", "outlier_lines"]
+__all__ = ["OUTLIER_FACTOR", "format_epsilon", "format_number", "format_report", "outlier_lines"]
 
 #: A method's error this many times the median over the run's methods is flagged. Over
 #: Figure 2's 2160 rows (120 repetitions) that ratio has a median of 1.6 (DDP), 1.7
@@ -22,6 +23,33 @@ __all__ = ["OUTLIER_FACTOR", "format_report", "outlier_lines"]
 #: the heavy tail of an unprojected noisy posterior; the blr quickstart's default seed
 #: is one (TA: MAE 501.5 against a median of 0.51, 991×; 1.7–3.9 at seeds 1–6).
 OUTLIER_FACTOR = 100.0
+
+
+#: How a result file writes the non-finite floats (JSON has no infinity): see
+#: :func:`privsim.kit.result.jsonable`.
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def format_number(value: Any, spec: str = ".4g") -> str:
+    """A result's number as read: ``spec`` for a finite one; ``inf``, ``-inf`` or
+    ``nan`` for a non-finite one, a float or the text a result file holds for it
+    (``"inf"``); ``n/a`` for None; anything else as its text. Never raises, so a
+    report of any result can be printed."""
+    if isinstance(value, str):
+        value = _NON_FINITE.get(value.strip().lower(), value)
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return format(value, spec)
+
+
+def format_epsilon(value: Any) -> str:
+    """An achieved ε as :func:`format_number` writes it, ∞ marked ``inf (no protection)``."""
+    text = format_number(value)
+    return f"{text} (no protection)" if text == "inf" else text
 
 
 def _exposure_value(value: Any) -> str:
@@ -38,9 +66,10 @@ def _privacy_line(priv: Mapping[str, Any]) -> str:
         return f"Privacy     none: {priv.get('notion') or 'a non-private release'}"
     met = "met" if priv["guarantee_met"] else "NOT met"
     return (
-        f"Privacy     achieved (ε, δ) = ({fmt_eps(priv['achieved_epsilon'])}, {priv['delta']:g}) "
-        f"against the realised coalition; target ε = {priv['target_epsilon']:g}, "
-        f"δ = {priv['target_delta']:g}: {met}"
+        f"Privacy     achieved (ε, δ) = ({format_epsilon(priv['achieved_epsilon'])}, "
+        f"{format_number(priv['delta'], 'g')}) against the realised coalition; target ε = "
+        f"{format_number(priv['target_epsilon'], 'g')}, "
+        f"δ = {format_number(priv['target_delta'], 'g')}: {met}"
         + (f"\n            {priv['notion']}" if priv.get("notion") else "")
     )
 
@@ -129,7 +158,7 @@ def format_report(result: Mapping[str, Any]) -> str:
     duration = comm.get("duration") if comm else None
     lines.append(
         "Time        simulated protocol duration "
-        + (f"{duration:.4g} s" if duration is not None else "n/a")
+        + (f"{format_number(duration)} s" if duration is not None else "n/a")
         + f"; wall {timing['wall_seconds']:.2f} s"
         + (
             f" (key agreement {timing['key_agreement_seconds']:.2f} s)"

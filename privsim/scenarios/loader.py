@@ -7,6 +7,8 @@ The protocol tables a scenario may hold are those of the registered protocols.
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
@@ -20,16 +22,87 @@ from privsim.scenarios.errors import ScenarioError
 from privsim.scenarios.schema import Scenario
 
 __all__ = [
+    "MAX_INPUT_BYTES",
+    "InputFileError",
     "ScenarioError",
     "builtin_scenario",
     "builtin_scenario_path",
     "builtin_scenarios",
     "load_scenario",
+    "read_input_text",
     "scenario_from_dict",
     "scenario_to_dict",
     "scenario_to_toml",
     "set_fields",
 ]
+
+
+#: The largest scenario, study or golden file privsim reads (64 MiB; a scenario is a few
+#: kB): an endless or huge input is refused instead of filling the memory.
+MAX_INPUT_BYTES = 64 * 2**20
+
+
+class InputFileError(ValueError):
+    """An input path that is not a regular file (a device, a FIFO, a directory) or that
+    is larger than :data:`MAX_INPUT_BYTES`; ``problem`` names the file, ``fix`` the fix."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}; {fix}")
+        self.problem = problem
+        self.fix = fix
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((words for test, words in kinds if test(mode)), "a special file")
+
+
+def read_input_text(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of the regular file ``path`` (``what``: "scenario file", ...).
+
+    Devices (``/dev/zero``), FIFOs, sockets and directories are refused before a byte is
+    read (a FIFO is opened without waiting for a writer), and so is a file over ``limit``
+    bytes, with an :class:`InputFileError`. A missing or unreadable file raises the
+    ``OSError`` and text that is not UTF-8 the ``UnicodeDecodeError``, for the caller to
+    name."""
+    p = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(p, flags | getattr(os, "O_BINARY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputFileError(
+                f"{what} {str(p)[:200]!r} is {_file_kind(info.st_mode)}, not a readable "
+                "text file (privsim reads regular files only)",
+                f"give the path of a {what}, not a device, FIFO or directory",
+            )
+        if info.st_size > limit:
+            raise _too_large(p, what, f"{info.st_size:,}", limit)
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        data = fh.read(limit + 1)  # the size stat reports may be 0 (/proc) or grow
+    if len(data) > limit:
+        raise _too_large(p, what, f"at least {len(data):,}", limit)
+    return data.decode("utf-8")
+
+
+def _too_large(p: Path, what: str, size: str, limit: int) -> InputFileError:
+    """The error of a file of ``size`` bytes (in words) over ``limit`` bytes."""
+    shown = f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit:,} bytes"
+    return InputFileError(
+        f"{what} {str(p)[:200]!r} is {size} bytes, more than the {shown} privsim reads as a {what}",
+        f"give the path of a {what} (a few kB of text), not a data file",
+    )
 
 
 def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
@@ -41,11 +114,13 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario TOML file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_input_text(p, "scenario file")
     except FileNotFoundError:
         raise ScenarioError(
             "", f"file {str(p)!r} does not exist", "give the path of a scenario .toml file"
         ) from None
+    except InputFileError as exc:  # /dev/zero, a FIFO, a directory, a huge file
+        raise ScenarioError("", exc.problem, exc.fix) from None
     except (OSError, ValueError) as exc:  # a directory, not UTF-8, unreadable, bad name
         raise ScenarioError(
             "",

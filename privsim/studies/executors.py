@@ -33,9 +33,12 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "SchedulerError",
+    "WorkerCountError",
     "accept_row",
+    "check_workers",
     "dask_security",
     "make_executor",
+    "pool_size",
     "row_as_json",
 ]
 
@@ -49,8 +52,53 @@ TASK_KEYS = ("row_id", "cell", "replication", "seed")
 RunFn = Callable[[dict[str, Any], Task], dict[str, Any]]
 
 
+#: Worker processes allowed per core of this machine. A replication is CPU-bound, so
+#: more than one per core only makes them compete; a few per core are still allowed (a
+#: deliberate oversubscription), but a count far beyond (``--workers 100000``) is a typo
+#: that would start that many interpreters, so it is refused before any starts.
+WORKERS_PER_CORE = 4
+
+
 class SchedulerError(RuntimeError):
     """The Dask scheduler cannot be reached (raised before any work starts)."""
+
+
+class WorkerCountError(ValueError):
+    """A worker count this machine cannot use (below 1, or more than
+    :data:`WORKERS_PER_CORE` per core); the message names ``--workers`` and the fix."""
+
+
+def cores() -> int:
+    """This machine's cores, as the default of one worker per core counts them."""
+    return os.cpu_count() or 1
+
+
+def check_workers(workers: int | None, default: str = "for one per core") -> int | None:
+    """``workers`` when this machine can use that many worker processes (None: the
+    default), else a :class:`WorkerCountError` naming ``--workers`` and the fix;
+    ``default`` says what leaving the option out does ("for one per core")."""
+    if workers is None:
+        return None
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise WorkerCountError(
+            f"--workers {workers!r}: a number of worker processes is a whole number >= 1; "
+            f"give e.g. --workers 2, or leave --workers out {default}"
+        )
+    n = cores()
+    limit = WORKERS_PER_CORE * n
+    if workers > limit:
+        raise WorkerCountError(
+            f"--workers {workers}: this machine has {n} core{'s' * (n != 1)}, and more than "
+            f"{limit} worker processes ({WORKERS_PER_CORE} per core) only compete for them; "
+            f"give --workers {n} or fewer, or leave --workers out {default}"
+        )
+    return workers
+
+
+def pool_size(workers: int, tasks: int | None) -> int:
+    """How many of ``workers`` processes to start for ``tasks`` tasks (None: unknown):
+    never more than there are tasks, since a process beyond them has nothing to run."""
+    return workers if tasks is None else max(1, min(workers, tasks))
 
 
 class Executor(Protocol):
@@ -83,7 +131,7 @@ class LocalExecutor:
     at once, so the finished rows are kept and no worker outlives the sweep."""
 
     def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = check_workers(workers) or cores()
         self._pools: list[ProcessPoolExecutor] = []
 
     def _pool(self, workers: int) -> ProcessPoolExecutor:
@@ -105,7 +153,9 @@ class LocalExecutor:
         self, fn: RunFn, base: dict[str, Any], tasks: Sequence[Task]
     ) -> Iterator[dict[str, Any]]:
         pending = {t.row_id: t for t in tasks}
-        pool = self._pool(self.workers)
+        if not pending:
+            return
+        pool = self._pool(pool_size(self.workers, len(pending)))
         try:
             futures = {pool.submit(fn, base, t): t for t in pending.values()}
             for future in as_completed(futures):
@@ -247,7 +297,16 @@ class DaskExecutor:
     ``security``: a ``distributed.Security`` for a ``tls://`` address
     (:func:`dask_security`); without it, Dask's configuration applies."""
 
-    def __init__(self, scheduler: str, workers: int | None = None, security: Any = None) -> None:
+    def __init__(
+        self,
+        scheduler: str,
+        workers: int | None = None,
+        security: Any = None,
+        *,
+        tasks: int | None = None,
+    ) -> None:
+        """``tasks``: how many tasks will run, if known; a local cluster starts no more
+        workers than that."""
         try:
             from distributed import Client, LocalCluster
             from distributed.security import Security
@@ -262,7 +321,7 @@ class DaskExecutor:
                     "--scheduler local runs its cluster inside this process; the TLS options "
                     "are for a tls:// scheduler address"
                 )
-            self.workers = workers or os.cpu_count() or 1
+            self.workers = pool_size(check_workers(workers) or cores(), tasks)
             # Errors only from the cluster's own logs: its warnings (an event loop busy with
             # a replication, the tasks cancelled by Ctrl-C) are noise around privsim's lines.
             self.cluster = LocalCluster(
@@ -333,10 +392,18 @@ class DaskExecutor:
             self.cluster.close()
 
 
-def make_executor(scheduler: str | None, workers: int | None, security: Any = None) -> Executor:
-    """The local pool by default, Dask when a scheduler (or ``"local"``) is given."""
+def make_executor(
+    scheduler: str | None,
+    workers: int | None,
+    security: Any = None,
+    *,
+    tasks: int | None = None,
+) -> Executor:
+    """The local pool by default, Dask when a scheduler (or ``"local"``) is given.
+    ``workers`` local processes (checked by :func:`check_workers`; a remote cluster has
+    its own), never more than ``tasks``, the number of tasks to run when known."""
     if scheduler:
-        return DaskExecutor(scheduler, workers, security)
+        return DaskExecutor(scheduler, workers, security, tasks=tasks)
     if security is not None:
         raise SchedulerError("the TLS options need --scheduler tls://HOST:PORT")
     return LocalExecutor(workers)

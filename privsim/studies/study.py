@@ -43,9 +43,11 @@ from privsim import registry
 from privsim.progress import track
 from privsim.scenarios.convert import check_depth, set_fields
 from privsim.scenarios.loader import (
+    InputFileError,
     ScenarioError,
     builtin_scenario_path,
     builtin_scenarios,
+    read_input_text,
     scenario_from_dict,
 )
 from privsim.scenarios.schema import FieldError, Scenario, check_safe_name
@@ -177,9 +179,11 @@ def load_study(path: str | Path) -> Study:
 def _read_toml(p: Path, what: str) -> dict[str, Any]:
     """A TOML file's tables, or a :class:`StudyError` naming the file."""
     try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(read_input_text(p, what))
     except FileNotFoundError:
         raise StudyError(f"{what} {str(p)!r} does not exist") from None
+    except InputFileError as exc:  # /dev/zero, a FIFO, a directory, a huge file
+        raise StudyError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise StudyError(f"{p} is not valid TOML ({exc}); correct the syntax") from None
     except (OSError, ValueError) as exc:  # a directory, not UTF-8, unreadable
