@@ -15,8 +15,10 @@ shares Sk(μ_i, μ_i) sum to noise of variance μ = 2·n·μ_i, and for integer 
 
 RDP to (ε, δ) (Canonne, Kamath & Steinke 2020; Balle et al. 2020):
 ε = min_α ε(α) + ln(1/δ)/(α − 1) + ln(1 − 1/α) − ln(α)/(α − 1) over :data:`ORDERS`.
-The ledger records a bound as the Gaussian event whose exact (ε, δ) at its δ is the
-bound (:func:`equivalent_gaussian`).
+The ledger records a release as :class:`~privsim.sim.events.IntegerNoiseDpEvent`: the
+bound's inputs, for composition (releases compose by summing their curves,
+:meth:`IntegerShares.rdp`), and the Gaussian whose exact (ε, δ) at the bound's δ is the
+bound (:func:`equivalent_gaussian`), what the release alone costs.
 
 Why here: the ledger (``privsim.sim``) must not import the protocol kit, yet it has to
 re-evaluate these bounds at the realised number of honest shares. So the formulas live
@@ -38,7 +40,10 @@ import dp_accounting
 import numpy as np
 import numpy.typing as npt
 
+from privsim.sim.events import IntegerNoiseDpEvent
+
 __all__ = [
+    "COMPOSITION_ORDERS",
     "DDG_MIN_SIGMA",
     "ORDERS",
     "IntegerKind",
@@ -60,6 +65,14 @@ ORDERS: F64 = np.unique(
     np.concatenate([np.arange(2, 257), np.round(np.geomspace(256, 1e6, 120))])
 ).astype(np.float64)
 ORDERS.flags.writeable = False
+
+#: Orders at which compositions are evaluated: :data:`ORDERS` and the fractional orders
+#: 1.1, 1.2, …, 10.9 of dp-accounting's default RDP orders, where many releases find their
+#: best order. A single release keeps :data:`ORDERS`, the grid the kit calibrates on.
+COMPOSITION_ORDERS: F64 = np.unique(
+    np.concatenate([ORDERS, 1.0 + np.arange(1, 100) / 10.0])
+).astype(np.float64)
+COMPOSITION_ORDERS.flags.writeable = False
 
 #: Smallest per-share σ Theorem 1 of KLS 2021 covers.
 DDG_MIN_SIGMA = 0.5
@@ -209,14 +222,41 @@ class IntegerShares:
             float(self.delta),
         )
 
+    def rdp(self, shares: int, orders: npt.ArrayLike = ORDERS) -> F64:
+        """ε(α) of ``shares`` ≥ 1 honest shares at real ``orders`` α > 1. The discrete
+        Gaussian's bound holds at every α > 1 (KLS 2021, Theorem 1 is a concentrated-DP
+        statement, Prop. 14 its RDP form); Skellam's only at integer α (AKL 2021,
+        Theorem 3.5), so there it is taken at ⌈α⌉: Rényi divergence does not decrease
+        with the order (van Erven & Harremoës 2014, Thm. 3), so D_α ≤ D_⌈α⌉ ≤ ε(⌈α⌉)."""
+        if shares < 1:
+            raise ValueError(f"need at least one honest share, got {shares}")
+        a = np.asarray(orders, dtype=np.float64)
+        if self.kind == "discrete_gaussian":
+            return ddg_rdp(
+                a,
+                sigma=self.parameter,
+                clients=shares,
+                l1=self.l1,
+                l2=self.l2,
+                dimension=self.dimension,
+            )
+        variance = 2.0 * shares * self.parameter
+        return skellam_rdp(np.ceil(a), variance=variance, l1=self.l1, l2=self.l2)
+
     def event(self, shares: int) -> dp_accounting.DpEvent:
-        """The ledger's event for ``shares`` honest shares: the Gaussian of the same
-        (ε, δ), or non-private when no share is credited or the bound is infinite."""
+        """The ledger's event for ``shares`` honest shares: an
+        :class:`~privsim.sim.events.IntegerNoiseDpEvent` carrying this bound and the
+        Gaussian of the same (ε, δ) (an infinite multiplier where the bound alone is
+        ε = 0, the conversion's floor); non-private when no share is credited or the
+        bound is infinite."""
         if shares < 1:
             return dp_accounting.NonPrivateDpEvent()
         eps = self.epsilon(shares)
         if not math.isfinite(eps):
             return dp_accounting.NonPrivateDpEvent()
-        if eps <= 0.0:  # the conversion's floor: so much noise that no order costs anything
-            return dp_accounting.NoOpDpEvent()
-        return equivalent_gaussian(eps, self.delta)
+        # the conversion's floor (ε = 0): alone it costs nothing, composed it may
+        multiplier = equivalent_gaussian(eps, self.delta).noise_multiplier if eps > 0 else math.inf
+        # mypy cannot see the field IntegerNoiseDpEvent inherits from dp-accounting's class
+        return IntegerNoiseDpEvent(  # type: ignore[call-arg]
+            noise_multiplier=multiplier, bound=self, shares=int(shares)
+        )

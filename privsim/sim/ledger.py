@@ -13,12 +13,31 @@ The ledger alone computes the achieved (ε, δ) for a realised coalition
 (:meth:`PrivacyLedger.guarantee`): an event whose trust the coalition breaks counts as
 non-private (ε = ∞).
 
-Composition: events that are all pure ε-DP (Laplace events and compositions of them)
-compose by the basic theorem, reported as (Σ ε, 0); Gaussian events compose exactly into
-one Gaussian mechanism with noise multiplier (Σ_r σ_r⁻²)^(−1/2) (Dong, Roth & Su 2019,
-Cor. 3.3), evaluated with the analytic Gaussian mechanism at the budget's δ; anything
-else is composed with dp-accounting's PLD accountant at the budget's δ (the tests check
-the closed form against it). Sensitivity is folded into each event's noise multiplier.
+Composition (:func:`compose`, :func:`epsilon_of`). Each event says what it is, and
+composes as itself (:mod:`privsim.sim.events` gives each kind's privacy loss); nested
+``ComposedDpEvent`` and ``SelfComposedDpEvent`` are flattened to their leaves with counts.
+
+- All pure ε-DP (Laplace, generic pure, bounded range, randomized response, (ε, 0)):
+  the basic theorem, reported as (Σ ε, 0).
+- All Gaussian: exactly one Gaussian mechanism with noise multiplier (Σ_r σ_r⁻²)^(−1/2)
+  (Dong, Roth & Su 2019, Cor. 3.3), evaluated with the analytic Gaussian mechanism.
+- Any integer-noise release (:class:`~privsim.sim.events.IntegerNoiseDpEvent`): one
+  release alone is the papers' bound, as today; with others, the RDP curves of every
+  event with one (the papers' for integer noise, Mironov's for Gaussian and Laplace, the
+  worst-case pair's for pure ε) are summed over
+  :data:`~privsim.sim.integer_bounds.COMPOSITION_ORDERS` and converted to ε at δ; events
+  without a finite RDP curve ((ε, δ > 0) pairs) are composed with that part's (ε_R, δ_R)
+  pair as a PLD, δ_R a share of the δ they leave (the best of a few shares; each is a
+  valid bound).
+- Otherwise the ledger builds the PLD itself from the leaves, each leaf's PLD
+  self-composed by its count (dp-accounting 0.6.0's accountant drops the count of a
+  self-composed randomized response), and evaluates ε at δ. With bounded-range
+  (exponential mechanism) events, the smaller of that and the RDP composition, where
+  each bounded-range event is ε²/8-zCDP: both are valid bounds.
+
+Randomized response depends on the neighbouring relation (``neighbour``): replace-one
+gives its exact pair, add/remove-one (and an unknown relation) the generic pair at its ε.
+Every other event folds its sensitivity into its noise multiplier.
 """
 
 from __future__ import annotations
@@ -26,14 +45,35 @@ from __future__ import annotations
 import enum
 import math
 import warnings
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import dp_accounting
-from dp_accounting.pld import pld_privacy_accountant
+import numpy as np
+import numpy.typing as npt
+from dp_accounting.pld import privacy_loss_distribution as pld_module
+from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 from privsim.sim.calibration import gaussian_epsilon
-from privsim.sim.integer_bounds import IntegerShares
+from privsim.sim.events import (
+    MAX_PLD_EPSILON,
+    ApproximateDpEvent,
+    BoundedRangeDpEvent,
+    IntegerNoiseDpEvent,
+    Neighbour,
+    generic_pld,
+    is_no_op,
+    is_non_private,
+    leaf_pld,
+    leaf_pure_epsilon,
+    leaf_rdp,
+)
+from privsim.sim.integer_bounds import (
+    COMPOSITION_ORDERS,
+    ORDERS,
+    IntegerShares,
+    rdp_to_epsilon,
+)
 
 __all__ = [
     "BudgetExceededError",
@@ -47,6 +87,7 @@ __all__ = [
     "Trust",
     "compose",
     "epsilon_of",
+    "leaves",
     "pure_epsilon",
 ]
 
@@ -202,6 +243,16 @@ class NoiseShares:
             return self.integer.event(credited)
         return planned if honest >= self.needed else dp_accounting.NonPrivateDpEvent()
 
+    def unsettled(self, planned: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+        """The event of a release not (yet) settled with its contributors: for integer
+        noise the bound at the planned credit ``needed`` − ``uncredited`` (the kit
+        charges that bound's equivalent Gaussian, which would compose as a Gaussian,
+        below the bound); otherwise ``planned``."""
+        credit = self.needed - self.uncredited
+        if self.integer is None or credit < 1:
+            return planned
+        return self.integer.event(credit)
+
 
 class Status(enum.StrEnum):
     PLANNED = "planned"  # charged, never settled: counted as planned (conservative)
@@ -236,6 +287,8 @@ class LedgerEntry:
         if self.noise is not None and self.contributors is not None:
             honest = sum(1 for c in self.contributors if c not in coalition)
             return self.noise.realise(base, honest)
+        if self.noise is not None and self.realised is None:
+            return self.noise.unsettled(base)
         return base
 
 
@@ -268,65 +321,201 @@ class Guarantee:
     events: tuple[EventRecord, ...]
 
 
-def pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
-    """ε of a pure ε-DP event (Laplace with noise multiplier b/Δ: ε = Δ/b, and basic
-    compositions of them), or None. A mechanism that is ε-DP without being Laplace is
-    recorded as the Laplace event of the same ε."""
-    if isinstance(event, dp_accounting.NoOpDpEvent):
-        return 0.0
-    if isinstance(event, dp_accounting.LaplaceDpEvent):
-        return math.inf if event.noise_multiplier <= 0 else 1.0 / event.noise_multiplier
+Leaves = list[tuple[dp_accounting.DpEvent, int]]
+
+#: Shares of the free δ (what the (ε, δ) events leave) tried for the RDP part when a
+#: composition with integer noise also holds events without an RDP curve; the smallest
+#: resulting ε is reported (each is a valid bound).
+_RDP_DELTA_SHARES = (0.1, 0.5, 0.9, 1.0)
+
+
+def _flatten(
+    event: dp_accounting.DpEvent, count: int
+) -> Iterator[tuple[dp_accounting.DpEvent, int]]:
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        inner = pure_epsilon(event.event)
-        return None if inner is None else inner * event.count
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        parts = [pure_epsilon(e) for e in event.events]
-        return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
-    return None
+        yield from _flatten(event.event, count * event.count)
+    elif isinstance(event, dp_accounting.ComposedDpEvent):
+        for inner in event.events:
+            yield from _flatten(inner, count)
+    elif count > 0 and not is_no_op(event):
+        yield event, count
 
 
-def epsilon_of(events: Iterable[dp_accounting.DpEvent], delta: float) -> float:
-    """ε at δ of the composition of ``events`` (Gaussian in closed form, else PLD)."""
-    events = [e for e in events if not isinstance(e, dp_accounting.NoOpDpEvent)]
-    if not events:
-        return 0.0
-    if any(isinstance(e, dp_accounting.NonPrivateDpEvent) for e in events):
+def _key(event: dp_accounting.DpEvent) -> object:
+    """The event itself (equal events merge), or its identity if it is unhashable."""
+    try:
+        hash(event)
+    except TypeError:
+        return id(event)
+    return event
+
+
+def leaves(events: Iterable[dp_accounting.DpEvent]) -> Leaves:
+    """The leaf events of ``events`` with how many times each composes (nested
+    compositions multiplied out, equal leaves merged, no-ops dropped), in first-seen
+    order."""
+    first: dict[object, dp_accounting.DpEvent] = {}
+    counts: dict[object, int] = {}
+    for event in events:
+        for leaf, n in _flatten(event, 1):
+            key = _key(leaf)
+            first.setdefault(key, leaf)
+            counts[key] = counts.get(key, 0) + n
+    return [(leaf, counts[key]) for key, leaf in first.items()]
+
+
+def pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
+    """Σ count·ε of an event all of whose leaves are pure ε-DP (Laplace with noise
+    multiplier b/Δ: ε = Δ/b; generic pure and bounded-range ε; (ε, 0); randomized
+    response, :func:`~privsim.sim.events.leaf_pure_epsilon`), or None."""
+    parts = [(leaf_pure_epsilon(leaf), n) for leaf, n in leaves([event])]
+    if any(p is None for p, _ in parts):
+        return None
+    return float(sum(p * n for p, n in parts if p is not None))
+
+
+def _pld(found: Leaves, neighbour: Neighbour) -> PrivacyLossDistribution:
+    """The PLD of the composition of ``found``, each leaf self-composed by its count."""
+    pld = pld_module.identity()
+    for leaf, n in found:
+        pld = pld.compose(leaf_pld(leaf, n, neighbour))
+    return pld
+
+
+def _pld_epsilon(found: Leaves, delta: float, neighbour: Neighbour) -> float:
+    try:
+        return float(_pld(found, neighbour).get_epsilon_for_delta(delta))
+    except OverflowError:  # a pure ε beyond what a PLD holds: no useful guarantee
         return math.inf
-    if all(isinstance(e, dp_accounting.GaussianDpEvent) for e in events):
-        if any(e.noise_multiplier <= 0 for e in events):
-            return math.inf
-        precision = sum(e.noise_multiplier**-2.0 for e in events)
+
+
+def _rdp(
+    found: Leaves, orders: npt.NDArray[np.float64], neighbour: Neighbour
+) -> npt.NDArray[np.float64] | None:
+    """Σ count·D_α of ``found`` over ``orders``, or None if a leaf has no RDP curve."""
+    total = np.zeros_like(orders)
+    for leaf, n in found:
+        curve = leaf_rdp(leaf, orders, neighbour)
+        if curve is None:
+            return None
+        total = total + n * curve
+    return total
+
+
+def _single_integer(found: Leaves, delta: float) -> float | None:
+    """One integer-noise release alone: the papers' bound over :data:`ORDERS`, exactly
+    the figure the kit calibrates to (None if ``found`` is not that)."""
+    if len(found) != 1 or found[0][1] != 1 or not isinstance(found[0][0], IntegerNoiseDpEvent):
+        return None
+    leaf = found[0][0]
+    return rdp_to_epsilon(leaf.bound.rdp(leaf.shares, ORDERS), ORDERS, delta)[0]
+
+
+def _infinite_loss_mass(found: Leaves) -> float:
+    """1 − Π(1 − δ_i)^count over the (ε, δ) leaves: the mass of the composed worst-case
+    pairs' infinite privacy loss, which every ε at a smaller δ must cover."""
+    survive = sum(
+        n * math.log1p(-leaf.delta)
+        for leaf, n in found
+        if isinstance(leaf, ApproximateDpEvent) and 0 < leaf.delta < 1
+    )
+    return -math.expm1(survive)
+
+
+def _integer_epsilon(found: Leaves, delta: float, neighbour: Neighbour) -> float:
+    """ε at δ of a composition holding integer noise: every leaf with an RDP curve
+    composed in RDP (summed over :data:`COMPOSITION_ORDERS`, converted as the papers do);
+    the leaves without one composed with that part's (ε_R, δ_R) pair as a PLD."""
+    single = _single_integer(found, delta)
+    if single is not None:
+        return single
+    orders = COMPOSITION_ORDERS
+    total = np.zeros_like(orders)
+    rest: Leaves = []
+    for leaf, n in found:
+        curve = leaf_rdp(leaf, orders, neighbour)
+        if curve is None:
+            rest.append((leaf, n))
+        else:
+            total = total + n * curve
+    if not rest:
+        return rdp_to_epsilon(total, orders, delta)[0]
+    try:
+        others = _pld(rest, neighbour)
+    except OverflowError:
+        return math.inf
+    free = delta - _infinite_loss_mass(rest)  # the δ the (ε, δ) events leave
+    best = math.inf
+    for share in _RDP_DELTA_SHARES:
+        eps_r = rdp_to_epsilon(total, orders, share * free)[0] if free > 0 else math.inf
+        if eps_r <= MAX_PLD_EPSILON:
+            pair = generic_pld(eps_r, share * free)
+            best = min(best, float(pair.compose(others).get_epsilon_for_delta(delta)))
+    return best
+
+
+def epsilon_of(
+    events: Iterable[dp_accounting.DpEvent], delta: float, *, neighbour: Neighbour = "add_remove"
+) -> float:
+    """ε at δ of the composition of ``events``: Gaussians in closed form, integer noise
+    by RDP, anything else by the PLD of its leaves (see the module docstring)."""
+    found = leaves(events)
+    if not found:
+        return 0.0
+    if any(is_non_private(leaf) for leaf, _ in found) or _infinite_loss_mass(found) > delta:
+        return math.inf
+    if all(type(leaf) is dp_accounting.GaussianDpEvent for leaf, _ in found):
+        precision = sum(n * leaf.noise_multiplier**-2.0 for leaf, n in found)  # type: ignore[attr-defined]
         return gaussian_epsilon(precision**-0.5, delta)
-    accountant = pld_privacy_accountant.PLDAccountant()
-    accountant.compose(dp_accounting.ComposedDpEvent(events))
-    return float(accountant.get_epsilon(delta))
+    if any(isinstance(leaf, IntegerNoiseDpEvent) for leaf, _ in found):
+        return _integer_epsilon(found, delta, neighbour)
+    epsilon = _pld_epsilon(found, delta, neighbour)
+    if any(isinstance(leaf, BoundedRangeDpEvent) for leaf, _ in found):
+        total = _rdp(found, COMPOSITION_ORDERS, neighbour)
+        if total is not None:
+            epsilon = min(epsilon, rdp_to_epsilon(total, COMPOSITION_ORDERS, delta)[0])
+    return epsilon
 
 
-def compose(events: Iterable[dp_accounting.DpEvent], delta: float) -> tuple[float, float]:
+def compose(
+    events: Iterable[dp_accounting.DpEvent], delta: float, *, neighbour: Neighbour = "add_remove"
+) -> tuple[float, float]:
     """The (ε, δ) the composition of ``events`` achieves: pure events by the basic
-    theorem, (Σ ε, 0); otherwise ε at the given δ."""
-    events = [e for e in events if not isinstance(e, dp_accounting.NoOpDpEvent)]
-    if not events:
+    theorem, (Σ ε, 0); otherwise ε at the given δ (:func:`epsilon_of`)."""
+    events = list(events)
+    found = leaves(events)
+    if not found:
         return 0.0, 0.0
-    pure = [pure_epsilon(e) for e in events]
-    if all(p is not None for p in pure):
-        return float(sum(p for p in pure if p is not None)), 0.0
-    return epsilon_of(events, delta), delta
+    pure = [(leaf_pure_epsilon(leaf), n) for leaf, n in found]
+    if all(p is not None for p, _ in pure):
+        return float(sum(p * n for p, n in pure if p is not None)), 0.0
+    return epsilon_of(events, delta, neighbour=neighbour), delta
 
 
 class PrivacyLedger:
-    """Budget (ε, δ) and the events charged against it."""
+    """Budget (ε, δ) and the events charged against it. ``neighbour``: the scenario's
+    neighbouring relation (``privacy.neighbour``), which only randomized response's
+    accounting depends on (every other event folds it into its sensitivity); the
+    default, add/remove-one, is also right when the relation is unknown."""
 
     def __init__(
-        self, epsilon: float, delta: float, *, on_overspend: OverspendPolicy | str = "refuse"
+        self,
+        epsilon: float,
+        delta: float,
+        *,
+        on_overspend: OverspendPolicy | str = "refuse",
+        neighbour: Neighbour = "add_remove",
     ) -> None:
         if not epsilon > 0:
             raise ValueError(f"epsilon budget must be > 0, got {epsilon}")
         if not 0 < delta < 1:
             raise ValueError(f"delta budget must be in (0, 1), got {delta}")
+        if neighbour not in ("replace_one", "add_remove"):
+            raise ValueError(f"neighbour must be 'replace_one' or 'add_remove', got {neighbour!r}")
         self.epsilon_budget = float(epsilon)
         self.delta = float(delta)
         self.on_overspend = OverspendPolicy(on_overspend)
+        self.neighbour: Neighbour = neighbour
         self._entries: dict[str, LedgerEntry] = {}
 
     @property
@@ -353,8 +542,9 @@ class PrivacyLedger:
                 f"{label}: integer noise bound converted at delta = {noise.integer.delta:g}, "
                 f"not at the ledger's delta = {self.delta:g}"
             )
-        events = [*(e.event for e in self._entries.values()), event]
-        spent, spent_delta = compose(events, self.delta)
+        entry = LedgerEntry(label, event, trust or Trust.nobody(), noise)
+        events = [*(e.event for e in self._entries.values()), entry.event]
+        spent, spent_delta = compose(events, self.delta, neighbour=self.neighbour)
         if not self._within(spent, spent_delta):
             message = (
                 f"{label}: composing this mechanism gives eps = {spent:.4g} at delta = "
@@ -368,7 +558,7 @@ class PrivacyLedger:
                 )
             if self.on_overspend is OverspendPolicy.WARN:
                 warnings.warn(message, OverspendWarning, stacklevel=2)
-        self._entries[label] = LedgerEntry(label, event, trust or Trust.nobody(), noise)
+        self._entries[label] = entry
 
     def non_private(self, label: str, reason: str) -> None:
         """Record a release that is not private by design (a labelled baseline, or a
@@ -434,7 +624,7 @@ class PrivacyLedger:
                     reason=entry.reason,
                 )
             )
-        epsilon, delta = compose(events, self.delta)
+        epsilon, delta = compose(events, self.delta, neighbour=self.neighbour)
         return Guarantee(
             target_epsilon=self.epsilon_budget,
             target_delta=self.delta,
@@ -448,7 +638,9 @@ class PrivacyLedger:
     def epsilon(self, delta: float | None = None) -> float:
         """Achieved ε at ``delta`` (default: the budget's δ) with no coalition."""
         return epsilon_of(
-            [e.event for e in self._entries.values()], self.delta if delta is None else delta
+            [e.event for e in self._entries.values()],
+            self.delta if delta is None else delta,
+            neighbour=self.neighbour,
         )
 
     @property

@@ -7,8 +7,11 @@ the network all derive from ``seed``.
 Privacy. Each DP step is ε_step-DP in the paper's *locally sensitive* sense (Definition 2:
 the data set at hand against its one-record removals, with ξ computed from the data
 themselves; not standard (ε, δ)-DP over all neighbouring data sets, and the result says
-so). Every step is recorded as a pure ε_step event, and the k·T planned steps compose by
-the basic theorem — the paper's simple composition (Lemma 1) — in ONE ledger entry
+so). Every step is recorded as a pure ε_step event of no known shape
+(``GenericPureDpEvent``: the perturbation is a half-normal length on a random direction,
+Eq. (12), not Laplace noise, so at δ > 0 it composes as the worst-case ε-DP pair, never
+as Laplace), and the k·T planned steps compose by the basic theorem — the paper's
+simple composition (Lemma 1) — in ONE ledger entry
 ``"steps"``, charged before the run starts (so ``bcd.step_budget = "whole"``, k·T·ε in
 all, is refused unless ``privacy.on_overspend = "warn"``) and settled with the steps
 actually taken. Each party perturbs its own release, so the event trusts nobody. BCD
@@ -35,6 +38,7 @@ from privsim.protocols.bcd.data import PartitionedData, load_partitioned
 from privsim.protocols.bcd.maths import aapd, centralised_solution, r_squared, step_budget
 from privsim.protocols.bcd.messages import Remainder
 from privsim.scenarios.schema import Scenario
+from privsim.sim.events import GenericPureDpEvent
 from privsim.sim.ledger import PrivacyLedger, Trust
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
@@ -106,10 +110,9 @@ def invalid_reading(cfg: BcdConfig) -> str:
 
 
 def steps_event(step_epsilon: float, steps: int) -> dp_accounting.DpEvent:
-    """``steps`` pure ε_step-DP local steps, composed by the basic theorem (Lemma 1)."""
-    return dp_accounting.SelfComposedDpEvent(
-        dp_accounting.LaplaceDpEvent(1.0 / step_epsilon), steps
-    )
+    """``steps`` pure ε_step-DP local steps, composed by the basic theorem (Lemma 1); each
+    an ε-DP mechanism of no known shape (objective perturbation, not Laplace)."""
+    return dp_accounting.SelfComposedDpEvent(GenericPureDpEvent(step_epsilon), steps)
 
 
 def _charge(ledger: PrivacyLedger, cfg: BcdConfig, plan: BcdPlan) -> bool:
