@@ -1,8 +1,10 @@
 """The summarisation protocol on the bus: the trace's figures, dropout, collusion, the
-ledger's events, determinism and the named errors."""
+ledger's events (the private auction's and the paper's), determinism and the named
+errors."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -17,6 +19,7 @@ from privsim.protocols.summarization.data import SetUp, check_setup
 from privsim.scenarios import ScenarioError, scenario_from_dict
 from privsim.scenarios.convert import set_fields
 from privsim.scenarios.errors import FieldError
+from privsim.sim.ledger import BudgetExceededError
 from tests.conftest import needs_data
 
 
@@ -36,12 +39,15 @@ def test_every_step_is_a_message_and_the_costs_come_from_the_trace(honest):
     d = honest["summarization"]
     kinds = honest["communication"]["by_kind"]
     p, k = d["summary_size"], d["owners"]
-    assert honest["status"] == "released" and honest["accuracy"]["size"] == p
+    assert honest["status"] == "released"
+    # An epoch whose pool is empty after the coins adds no point (the private coins can
+    # ask nobody); every other epoch adds one.
+    assert honest["accuracy"]["size"] == p - d["empty_epochs"]
     assert kinds["ValidationSet"] == 1 and kinds["Summary"] == 1
     assert kinds["HashBroadcast"] == k * (p + 1)  # g̃ once, g_ℓ every epoch
     assert kinds["Bid"] == k * p and kinds["Ask"] == kinds["Point"] == d["asks"]
-    # Parsimony from the trace: every epoch asks the top bidder, so at least p points.
-    assert d["owner_points_accessed"] == kinds["Point"] >= p
+    # Parsimony from the trace: every point asked for was sent and counted.
+    assert d["owner_points_accessed"] == kinds["Point"] >= p - d["empty_epochs"]
     assert d["points_accessed"] == d["owner_points_accessed"] + d["validation_points"]
     per_party = d["per_party"]
     assert per_party["curator"]["messages_sent"] == kinds["HashBroadcast"] + kinds["Ask"] + k + 1
@@ -52,6 +58,12 @@ def test_the_ledger_charges_mwem_and_the_auction_and_trusts_the_curator(honest):
     events = {e["label"]: e for e in honest["privacy"]["events"]}
     assert set(events) == {"validation-mwem", "summary-mwem", "auction"}
     assert all(e["trusted_parties"] == ["curator"] for e in events.values())
+    # The exponential mechanism as bounded range, its measurement as Laplace; the
+    # private auction as ε_auc-DP coins of no better-known shape, one per epoch.
+    assert "BoundedRangeDpEvent(epsilon=0.01)" in events["validation-mwem"]["planned"]
+    assert "LaplaceDpEvent(noise_multiplier=100.0)" in events["validation-mwem"]["planned"]
+    assert "GenericPureDpEvent(epsilon=0.5)" in events["auction"]["planned"]
+    assert "Laplace" not in events["auction"]["planned"]
     cfg = SummarizationConfig(**SUMMARIZATION.example["summarization"])
     # Basic composition: 2 ε per MWEM iteration, ε_auc per epoch.
     expected = (
@@ -76,7 +88,7 @@ def test_a_dropped_owner_stops_bidding_and_the_rest_finish():
     assert d["per_party"]["owner-1"]["messages_sent"] == 0
     # After epoch 1 the curator broadcasts to the live owners only.
     assert d["per_party"]["owner-1"]["messages_received"] == 0
-    assert result["accuracy"]["size"] == d["summary_size"]
+    assert result["accuracy"]["size"] == d["summary_size"] - d["empty_epochs"]
 
 
 def test_colluding_owners_keep_the_guarantee_and_see_only_dp_releases(honest):
@@ -88,6 +100,56 @@ def test_colluding_owners_keep_the_guarantee_and_see_only_dp_releases(honest):
     assert exposure["bids_seen_from_others"] == 0
     assert exposure["naive_comparison_bits"] == 2 * p
     assert 0 <= exposure["naive_winner_notifications"] <= p
+    # The private auction's asks are DP releases that hold: nothing outside DP.
+    assert exposure["auction_views_not_dp"] == exposure["outranked_revealed"] == 0
+
+
+def _paper(**changes: Any) -> dict[str, Any]:
+    return _run(**{"summarization.auction": "paper", "privacy.on_overspend": "warn", **changes})
+
+
+def test_the_paper_auction_is_refused_under_the_default_overspend_policy():
+    """Its per-epoch δ = 1 − e^{−ε_auc} = 0.39 alone is over the budget's δ = 1e-5."""
+    data = set_fields(SUMMARIZATION.example, {"summarization.auction": "paper"})
+    with pytest.raises(BudgetExceededError, match="on_overspend"):
+        run(scenario_from_dict(data))
+
+
+def test_the_paper_auction_reports_its_delta_and_no_guarantee_against_owners():
+    """The same run as before issue #27 (the paper's coins, the top bidder always asked),
+    now recorded as (ε_auc, 1 − e^{−ε_auc}) per epoch: composed over p epochs δ far
+    exceeds the budget's, so the guarantee is not met — against a colluding owner too,
+    and the threat view no longer counts the asks as DP releases."""
+    result = _paper(**{"threat.colluding_clients": 1})
+    eps, delta = 0.5, 1 - math.exp(-0.5)
+    auction = next(e for e in result["privacy"]["events"] if e["label"] == "auction")
+    assert f"ApproximateDpEvent(epsilon=0.5, delta={delta!r})" in auction["planned"]
+    assert not auction["broken"]  # an owner does not break the curator's trust
+    assert result["privacy"]["guarantee_met"] is False
+    assert result["privacy"]["achieved_epsilon"] == "inf"
+    assert result["methods"]["private"]["privacy"]["guarantee_met"] is False
+    comp = result["summarization"]["composition"]["auction"]
+    assert (comp["variant"], comp["epsilon_per_epoch"]) == ("paper", eps)
+    assert comp["delta_per_epoch"] == pytest.approx(delta, rel=1e-12)
+    p = result["summarization"]["summary_size"]
+    exposure = result["coalition"]["exposure"]
+    assert exposure["auction_views_not_dp"] == p  # one owner, p epochs of its coin
+    # Every epoch the owner was not asked proved it was outbid (it bid every epoch).
+    assert exposure["outranked_revealed"] == p - exposure["asks_received"]
+    # The top bidder is always asked: every epoch adds a point.
+    assert result["summarization"]["empty_epochs"] == 0
+    assert result["accuracy"]["size"] == p
+
+
+def test_the_auction_variant_does_not_change_the_rest_of_the_run():
+    """Same seed: the split, h1, the MWEM noise and D_v's hash are the same; only the
+    coins (and what follows from them) differ."""
+    private, paper = _run(), _paper()
+    assert (
+        private["summarization"]["validation_points"] == paper["summarization"]["validation_points"]
+    )
+    assert private["methods"]["greedy"]["accuracy"] == paper["methods"]["greedy"]["accuracy"]
+    assert private["summarization"]["asks"] < paper["summarization"]["asks"]
 
 
 def test_a_colluding_curator_breaks_every_event():
@@ -111,6 +173,7 @@ def test_private_summary_beats_uniform_in_mmd_on_the_example(honest):
         ("summarization.t_init", 0, "summarization.t_init"),
         ("summarization.summary_size", 10_000, "summarization.summary_size"),
         ("summarization.owners", 700, "summarization.synthetic_records"),
+        ("summarization.auction", "exponential", "summarization.auction"),
     ],
 )
 def test_bad_inputs_are_named_errors(field, value, named):
@@ -206,6 +269,7 @@ def test_the_curator_rejects_a_point_that_does_not_match_its_bid():
         epsilon_first=1.0,
         epsilon_summary=1.0,
         auction_epsilon=0.5,
+        auction="paper",  # the liar, top every epoch, is then asked every epoch
         tau=3,
         sensitivity=1.0,
         timeout=1.0,
@@ -226,3 +290,60 @@ def test_the_curator_rejects_a_point_that_does_not_match_its_bid():
     assert out.rejected == 4
     assert len(out.picks) == sum(a - 1 for a in out.asks)
     assert all(src == "owner-0" for src, _ in out.picks)
+
+
+def test_an_epoch_nobody_is_asked_in_adds_no_point_and_the_size_stays_public():
+    """Two honest owners, ε_auc = 0.05: the private coins ask nobody with probability
+    (1 − 0.51)(1 − 0.49) ≈ 0.25 an epoch, so some of 30 epochs find the pool empty and
+    add nothing. The size owner-0 receives with every g_ℓ is still |D_init| + ℓ − 1,
+    so it does not tell whether anyone was asked."""
+    from privsim.protocols.summarization.behaviours import (
+        CuratorPlan,
+        consumer,
+        curator,
+        owner,
+    )
+    from privsim.protocols.summarization.messages import HashBroadcast
+    from privsim.protocols.summarization.rff import FourierHash
+    from privsim.sim.coalition import CoalitionSpec
+    from privsim.sim.world import World
+
+    rng = np.random.default_rng(15)
+    h1 = FourierHash.draw(2, 16, 0.5, rng)
+    seed_points = rng.normal(size=(5, 2))
+    world = World(seed=4, coalition=CoalitionSpec(clients=("owner-0",)), encryption=False)
+    plan = CuratorPlan(
+        owners=("owner-0", "owner-1"),
+        consumer="consumer",
+        hash1=h1,
+        summary_size=30,
+        eta=0.1,
+        t_init=20,
+        t_sub=2,
+        epsilon_validation=1.0,
+        epsilon_first=1.0,
+        epsilon_summary=1.0,
+        auction_epsilon=0.05,
+        auction="private",
+        tau=100,  # no τ-rule asks: only the coins
+        sensitivity=1.0,
+        timeout=1.0,
+        release_last=False,
+        seed_points=seed_points,
+    )
+    cons, cur = world.add_party("consumer", "consumer"), world.add_party("curator", "curator")
+    owners = world.add_parties("client", ["owner-0", "owner-1"])
+    world.start(cons, consumer(cons, rng.normal(size=(6, 2)), "curator"))
+    world.start(cur, curator(cur, plan))
+    for agent in owners:
+        world.start(agent, owner(agent, rng.normal(size=(40, 2)), np.zeros(40), h1, "curator"))
+    world.run()
+    out = cur.result
+    assert out.epochs == 30 and out.empty > 0
+    assert len(out.points) == out.epochs - out.empty
+    sizes = {
+        m.message.epoch: m.message.size
+        for m in world.coalition_view().messages_of(HashBroadcast)
+        if m.message.epoch > 0
+    }
+    assert sizes == {ell: len(seed_points) + ell - 1 for ell in range(1, 31)}

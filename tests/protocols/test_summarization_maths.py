@@ -11,7 +11,16 @@ import pytest
 from scipy import stats
 
 from privsim.protocols.summarization.accounting import paper_epsilon
-from privsim.protocols.summarization.auction import ask_probabilities, draw_asks
+from privsim.protocols.summarization.auction import (
+    ask_probabilities,
+    draw_ask_matrix,
+    draw_asks,
+    expected_asks,
+    nobody_asked,
+    parsimony_bound,
+    shift_delta,
+    shift_epsilon,
+)
 from privsim.protocols.summarization.baselines import greedy, uniform
 from privsim.protocols.summarization.mwem import MarginalMwem, grid, measure, quantise
 from privsim.protocols.summarization.objective import objective
@@ -91,7 +100,8 @@ def test_mwem_keeps_d_marginals_not_the_product_space():
     assert np.allclose(m.marginals.sum(1), 1.0)
 
 
-def test_auction_asks_the_i_th_bidder_with_probability_exp_minus_eps_i_minus_one():
+def test_draw_asks_samples_the_private_coins_by_default():
+    """p_i = e^ε/(1 + e^ε)·e^{−ε(i−1)} by rank; the top bidder is not always asked."""
     rng = np.random.default_rng(7)
     bids = np.array([0.3, 0.9, -0.1, 0.5, 0.7, 0.0])  # ranks: 5, 1, 6, 3, 2, 4
     rank = np.argsort(np.argsort(-bids))
@@ -99,11 +109,101 @@ def test_auction_asks_the_i_th_bidder_with_probability_exp_minus_eps_i_minus_one
     counts = np.zeros(bids.size)
     for _ in range(n):
         counts += draw_asks(bids, eps, rng)
-    expected = ask_probabilities(bids.size, eps)[rank]
+    expected = math.exp(eps) / (1 + math.exp(eps)) * np.exp(-eps * rank)
+    assert np.allclose(ask_probabilities(bids.size, eps)[rank], expected)
     # Binomial frequencies: sd = √(p(1 − p)/n) ≤ 0.0036; 5 sd tolerance.
     sd = np.sqrt(expected * (1 - expected) / n)
-    assert counts[np.argmax(bids)] == n  # the top bidder always
-    assert np.all(np.abs(counts / n - expected) <= 5 * sd + 1e-12)
+    assert np.all(np.abs(counts / n - expected) <= 5 * sd)
+    assert counts[np.argmax(bids)] < n
+
+
+def test_the_paper_variant_asks_with_exp_minus_eps_i_minus_one_and_always_the_top():
+    rng = np.random.default_rng(17)
+    bids = np.array([0.3, 0.9, -0.1, 0.5, 0.7, 0.0])
+    rank = np.argsort(np.argsort(-bids))
+    eps, n = 0.4, 20_000
+    counts = draw_ask_matrix(bids, eps, rng, n, "paper").sum(0)
+    expected = np.exp(-eps * rank)
+    assert np.allclose(ask_probabilities(bids.size, eps, "paper")[rank], expected)
+    sd = np.sqrt(expected * (1 - expected) / n)  # 0 for the top bidder: exactly n
+    assert np.all(np.abs(counts / n - expected) <= 5 * sd)
+    assert counts[np.argmax(bids)] == n
+
+
+@pytest.mark.parametrize("owners", [2, 4, 10])
+@pytest.mark.parametrize("eps", [0.05, 0.3, 0.5, 1.0, 3.0])
+def test_private_coins_meet_both_ratio_constraints_tightly(owners, eps):
+    """p_i ≤ e^ε·p_{i+1} (equality: the geometric tail) and 1 − p_{i+1} ≤ e^ε·(1 − p_i)
+    (equality at the top: p_1 = e^ε/(1 + e^ε)), so every rank shift of one is ε-DP and
+    no smaller ε is."""
+    p = ask_probabilities(owners, eps)
+    e = math.exp(eps)
+    assert np.allclose(p[:-1], e * p[1:], rtol=1e-12)
+    assert np.all(1 - p[1:] <= e * (1 - p[:-1]) * (1 + 1e-12))
+    assert 1 - p[1] == pytest.approx(e * (1 - p[0]), rel=1e-12)
+    assert shift_epsilon(p) == pytest.approx(eps, rel=1e-12)
+    assert shift_delta(p, eps) <= 1e-12  # 0 up to rounding
+
+
+@pytest.mark.parametrize("owners", [2, 4, 10])
+@pytest.mark.parametrize("eps", [0.05, 0.3, 0.5, 1.0, 3.0])
+def test_paper_coins_are_eps_auc_one_minus_exp_minus_eps_auc_and_no_better(owners, eps):
+    """Every rank shift of one, both directions, ask and not-ask: P − e^ε·P′ ≤
+    1 − e^{−ε}, with equality for "not asked" at rank 1 → 2 (P′ = 0). The profile is
+    flat: no ε′ gets a smaller δ, and at δ = 0 no finite ε holds."""
+    p = ask_probabilities(owners, eps, "paper")
+    delta = 1 - math.exp(-eps)
+    gaps = []
+    for i in range(owners - 1):
+        for x, y in ((p[i], p[i + 1]), (1 - p[i], 1 - p[i + 1])):
+            gaps += [x - math.exp(eps) * y, y - math.exp(eps) * x]
+    assert max(gaps) == pytest.approx(delta, rel=1e-12)
+    assert (1 - p[1]) - math.exp(eps) * (1 - p[0]) == pytest.approx(delta, rel=1e-12)
+    for other in (0.0, eps, 5 * eps):
+        assert shift_delta(p, other) == pytest.approx(delta, rel=1e-12)
+    assert shift_epsilon(p) == math.inf
+
+
+def test_issue_27_counterexample():
+    """Bids (1, .5, .2, .1) against (1, .5, .2, 1.5), 2·10⁵ draws: owner 0 not asked
+    with frequency 0 and 1 − e^{−0.5} = 0.393 under the paper's coins; 1/(1 + e^{0.5})
+    = 0.378 and 1 − e^{0.5}/(1 + e^{0.5})·e^{−0.5} = 0.622 under the private ones, a
+    ratio of e^{0.5}. Binomial sd ≤ √(.25/2e5) = 0.0011; tolerance 5 sd."""
+    d, d_prime, n, eps = [1, 0.5, 0.2, 0.1], [1, 0.5, 0.2, 1.5], 200_000, 0.5
+    rng = np.random.default_rng(27)
+
+    def not_asked(bids, variant):
+        return 1.0 - draw_ask_matrix(bids, eps, rng, n, variant)[:, 0].mean()
+
+    tol = 5 * math.sqrt(0.25 / n)
+    assert not_asked(d, "paper") == 0.0
+    assert not_asked(d_prime, "paper") == pytest.approx(1 - math.exp(-eps), abs=tol)
+    c = math.exp(eps) / (1 + math.exp(eps))
+    assert not_asked(d, "private") == pytest.approx(1 - c, abs=tol)
+    assert not_asked(d_prime, "private") == pytest.approx(1 - c * math.exp(-eps), abs=tol)
+
+
+def test_nobody_is_asked_with_a_probability_that_does_not_depend_on_the_order():
+    """Π_i (1 − p_i) runs over ranks: two orders of the bids give the same frequency
+    (0.156 at K = 4, ε = 0.5; sd √(.13/1e5) = 0.0011, tolerance 5 sd)."""
+    rng = np.random.default_rng(28)
+    n, eps = 100_000, 0.5
+    z = nobody_asked(4, eps)
+    for bids in ([1, 0.5, 0.2, 0.1], [0.1, 1.5, 0.2, 1]):
+        freq = 1.0 - draw_ask_matrix(bids, eps, rng, n).any(1).mean()
+        assert freq == pytest.approx(z, abs=5 * math.sqrt(z * (1 - z) / n))
+    assert nobody_asked(4, eps, "paper") == 0.0
+
+
+def test_expected_asks_and_the_parsimony_bound_for_both_coins():
+    """Σp_i: (1 − e^{−εK})/(1 − e^{−ε}) for the paper's coins, e^ε/(1 + e^ε) times it
+    for the private ones, below 1/(1 − e^{−2ε}); the bound adds K⌊p/τ⌋ for the τ rule."""
+    eps, k = 0.5, 4
+    paper = (1 - math.exp(-eps * k)) / (1 - math.exp(-eps))
+    assert expected_asks(k, eps, "paper") == pytest.approx(paper)
+    assert expected_asks(k, eps) == pytest.approx(paper * math.exp(eps) / (1 + math.exp(eps)))
+    assert expected_asks(10_000, eps) < 1 / (1 - math.exp(-2 * eps))
+    assert parsimony_bound(k, eps, 100, 3) == pytest.approx(100 * expected_asks(k, eps) + 4 * 33)
 
 
 def test_the_tau_rule_asks_a_flagged_bidder_whatever_its_coin():

@@ -4,8 +4,10 @@
 K data owners, a trusted parsimonious curator and a consumer with a small validation set
 D_v are agents on the bus. The curator broadcasts h2(h1(D_v)) once and h2(h1(D_s)) each
 epoch; owners bid the best marginal gain of J (eq. 3); PrivAuction asks the i-th bidder
-with probability e^{−ε_auc(i−1)}; the best point obtained joins D_s. Non-private greedy
-and uniform sampling run beside it on the same split.
+with probability e^{ε_auc}/(1 + e^{ε_auc})·e^{−ε_auc(i−1)} (ε_auc-DP; the paper's
+e^{−ε_auc(i−1)}, which always asks the top bidder and is not, is ``summarization.auction
+= "paper"``); the best point obtained joins D_s. Non-private greedy and uniform sampling
+run beside it on the same split.
 
 Where the paper's text is garbled, the choices made (also in ``docs/summarization.md``):
 
@@ -25,10 +27,13 @@ Where the paper's text is garbled, the choices made (also in ``docs/summarizatio
 5. Bid (step 6): max_x g̃ᵀh1(x) − (n/(n+1))·g_ℓᵀh1(x) − ‖h1(x)‖²/(2(n+1)), n = |D_s|
    including the seed set: the exact gain of J under the hashed kernel (the paper's
    drops the last term, 1 for the exact kernel).
-6. PrivAuction (steps 11–17): coins on the order only; the τ rule asks an owner whose
-   current best point has been its bid τ epochs in a row; the pool of points obtained
-   and not used persists across epochs and is re-scored with the current broadcast;
-   the curator verifies each point against its bid (step 8) and rejects a mismatch.
+6. PrivAuction (steps 11–17): coins on the order only — the private coins by default,
+   the printed ones as a variant (:mod:`~privsim.protocols.summarization.auction`); the
+   τ rule asks an owner whose current best point has been its bid τ epochs in a row;
+   the pool of points obtained and not used persists across epochs and is re-scored
+   with the current broadcast; the curator verifies each point against its bid (step 8)
+   and rejects a mismatch. An epoch with an empty pool adds no point; the size n in the
+   broadcasts is the public |D_init| + ℓ − 1.
 7. Seed set: D_s starts as D_init and the summary returned excludes it (step 10); the
    non-private greedy starts from the empty set (it has no MWEM that needs a seed).
 """
@@ -39,6 +44,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
+from privsim.protocols.summarization.attacks import ATTACKS
+from privsim.protocols.summarization.audit import audit_plan
 from privsim.protocols.summarization.config import SummarizationConfig
 from privsim.protocols.summarization.data import records_of
 from privsim.protocols.summarization.experiment import CONSUMER, CURATOR, run_summarization
@@ -125,6 +132,7 @@ STUDY = StudyView(
         "accuracy.svm_accuracy": "linear-SVM accuracy on the target test set",
         "summarization.points_accessed": "points the curator accessed",
         "summarization.accessed_per_summary_point": "owners' points accessed per summary point",
+        "summarization.empty_epochs": "epochs that added no point (empty pool)",
     },
     method_metrics={
         "accuracy.mmd2_increase_pct": "MMD² increase over greedy (%)",
@@ -169,7 +177,8 @@ SUMMARIZATION = ProtocolSpec(
     study=STUDY,
     exposure={
         "broadcasts_received": "h2 broadcasts the coalition's owners received (DP releases)",
-        "asks_received": "PrivAuction asks the coalition's owners received (DP coins)",
+        "asks_received": "PrivAuction asks the coalition's owners received (ε_auc-DP "
+        "coins under the private auction; see auction_views_not_dp for the paper's)",
         "bids_seen_from_others": "other owners' bids the coalition saw (0 unless the "
         "curator colludes)",
         "naive_winner_notifications": "epochs a coalition owner's point won: under naive "
@@ -177,9 +186,16 @@ SUMMARIZATION = ProtocolSpec(
         "(not DP)",
         "naive_comparison_bits": "win/lose bits naive notification would give the "
         "coalition (epochs × its owners)",
+        "auction_views_not_dp": "epochs × coalition owners that saw the paper's auction "
+        '(summarization.auction = "paper"): each only (ε_auc, 1 − e^{−ε_auc})-DP, not a '
+        "DP release that holds; 0 under the private auction",
+        "outranked_revealed": "epochs a coalition owner bid and was not asked under the "
+        "paper's auction: each proves another owner outbid it (0 under the private one)",
     },
     example=EXAMPLE,
     overspend={"summarization.auction_epsilon": 5.0},
+    audit=audit_plan,
+    attacks=ATTACKS,
 )
 
 PROTOCOLS = (SUMMARIZATION,)

@@ -4,13 +4,42 @@ Every mechanism runs at the trusted curator (it holds D_v and the points it coll
 so every event trusts the curator (``Trust.each("curator")``); colluding owners do not
 break it — the broadcasts are DP against any receiver.
 
-Ledger entries, each a composition of pure ε-DP steps:
+Ledger entries:
 
 - ``validation-mwem``: T_init MWEM iterations on D_v, each an exponential-mechanism
-  choice (ε_v) and a Laplace measurement (ε_v), recorded as Laplace events of that ε.
+  choice (``BoundedRangeDpEvent(ε_v)``) and a Laplace measurement (``LaplaceDpEvent``
+  of the same ε).
 - ``summary-mwem``: T_sub iterations at ε_{ℓ,T} in each epoch ℓ ≥ 2. Epoch 1 releases
   h2 of the seed set, which §4 leaves unprotected (it can be random), so it is not charged.
-- ``auction``: ε_auc per epoch (PrivAuction's coins depend on the bids' order).
+- ``auction``: one event per epoch. ``summarization.auction = "private"`` (default):
+  ``GenericPureDpEvent(ε_auc)`` — ε_auc-DP coins of no better-known shape.
+  ``"paper"``: ``ApproximateDpEvent(ε_auc, 1 − e^{−ε_auc})`` — the δ the printed coins
+  truly have (the top bidder is always asked;
+  :func:`privsim.protocols.summarization.auction.shift_delta` computes it from the coins).
+
+What each owner sees, and what covers it:
+
+- g̃ and each g_ℓ: the two MWEM entries (g_ℓ of epoch 1 is of the public seed set).
+- n in each broadcast: public, |D_init| + ℓ − 1 whatever the coins did (the true |D_s|
+  is not released), so it is a function of ℓ alone.
+- Whether it is asked: the ``auction`` entry. Its own τ-rule ask is a function of its
+  own bids, i.e. of its data and the broadcasts (post-processing).
+- Verification of its point: the curator checks it against the bid and sends nothing
+  back, so the owner's view does not change (nothing is released).
+- Whether its point won: not told. It can guess only from later broadcasts (post-
+  processing of the MWEM releases) — and, under naive winner notification, which
+  privsim does not run, it would learn a comparison with every other bid (the threat
+  view counts what that would reveal).
+- ``Done``: the number of epochs, p unless every owner dropped out (faults, not data).
+
+Not covered, recorded here: (a) the broadcasts' ε is per point of D_s (add/remove,
+Δ = 1); a change to one record of another owner can change which points the greedy
+picks after it, so D_s may differ in more than one point — the broadcasts' guarantee
+towards owners rests on the paper's reduction (Theorem 2), not re-derived here; the
+audit (:mod:`privsim.protocols.summarization.audit`) tests the auction alone. (b)
+Timing: the curator moves on when the asked owners' points arrive, so when g_{ℓ+1}
+arrives tells an owner whether anyone was asked; the simulation does not treat arrival
+times as released, and a deployment should pace epochs to a fixed length.
 
 The ledger composes pure events by the basic theorem. The paper's figures (§4: ε = 1.4
 for D_v at δ̃ = 0.01, 0.043 for the summary at δ̃ = 10⁻⁴) use advanced composition
@@ -27,7 +56,9 @@ from typing import Any
 
 import dp_accounting
 
+from privsim.protocols.summarization.auction import ask_probabilities, shift_delta
 from privsim.protocols.summarization.config import SummarizationConfig
+from privsim.sim.events import ApproximateDpEvent, BoundedRangeDpEvent, GenericPureDpEvent
 from privsim.sim.ledger import PrivacyLedger, Trust, compose, epsilon_of
 
 __all__ = [
@@ -35,6 +66,8 @@ __all__ = [
     "CURATOR",
     "SUMMARY",
     "VALIDATION",
+    "auction_epoch",
+    "auction_event",
     "charge",
     "composition_figures",
     "iteration_event",
@@ -63,9 +96,29 @@ def paper_epsilon(epsilon0: float, steps: int, delta: float) -> float:
 
 
 def iteration_event(epsilon: float) -> dp_accounting.DpEvent:
-    """One MWEM iteration: exponential mechanism (ε) then Laplace measurement (ε)."""
-    step = dp_accounting.LaplaceDpEvent(1.0 / epsilon)
-    return dp_accounting.ComposedDpEvent([step, step])
+    """One MWEM iteration (Algorithm 2, lines 5–6): the exponential mechanism's choice of
+    a coordinate (ε, bounded range) then its Laplace measurement (ε)."""
+    return dp_accounting.ComposedDpEvent(
+        [BoundedRangeDpEvent(epsilon), dp_accounting.LaplaceDpEvent(1.0 / epsilon)]
+    )
+
+
+def auction_epoch(cfg: SummarizationConfig) -> tuple[float, float]:
+    """(ε, δ) of one epoch's PrivAuction coins for the owner whose rank moves by one
+    (Algorithm 3, line 13): (ε_auc, 0) for the private coins, (ε_auc, δ(ε_auc)) for the
+    paper's, δ computed from the coins (1 − e^{−ε_auc} for K ≥ 2)."""
+    eps = cfg.auction_epsilon
+    if cfg.auction == "private":
+        return eps, 0.0
+    return eps, shift_delta(ask_probabilities(cfg.owners, eps, "paper"), eps)
+
+
+def auction_event(cfg: SummarizationConfig) -> dp_accounting.DpEvent:
+    """One epoch's auction as the ledger records it: ``GenericPureDpEvent(ε_auc)`` for
+    the private coins, ``ApproximateDpEvent(ε_auc, δ)`` for the paper's (pure when the
+    paper's coins happen to have δ = 0: a single owner)."""
+    eps, delta = auction_epoch(cfg)
+    return GenericPureDpEvent(eps) if delta == 0.0 else ApproximateDpEvent(eps, delta)
 
 
 def _events(cfg: SummarizationConfig, epochs: int) -> dict[str, dp_accounting.DpEvent]:
@@ -77,9 +130,7 @@ def _events(cfg: SummarizationConfig, epochs: int) -> dict[str, dp_accounting.Dp
         SUMMARY: dp_accounting.SelfComposedDpEvent(
             iteration_event(cfg.summary_epsilon), summary_iterations
         ),
-        AUCTION: dp_accounting.SelfComposedDpEvent(
-            dp_accounting.LaplaceDpEvent(1.0 / cfg.auction_epsilon), epochs
-        ),
+        AUCTION: dp_accounting.SelfComposedDpEvent(auction_event(cfg), epochs),
     }
 
 
@@ -127,5 +178,15 @@ def composition_figures(cfg: SummarizationConfig, epochs: int) -> dict[str, Any]
             "ledger_basic_epsilon": basic,
             "ledger_pld_epsilon": pld,
         }
-    out["auction"] = {"epsilon_per_epoch": cfg.auction_epsilon, "epochs": epochs}
+    eps, delta = auction_epoch(cfg)
+    out["auction"] = {
+        "variant": cfg.auction,
+        "epsilon_per_epoch": eps,
+        "delta_per_epoch": delta,
+        "epochs": epochs,
+        # Basic composition of (ε, δ) events: (Σ ε, 1 − Π(1 − δ)) (Kairouz, Oh &
+        # Viswanath 2015, Thm. 3.3 at its first term).
+        "basic_epsilon": epochs * eps,
+        "basic_delta": 1.0 - (1.0 - delta) ** epochs,
+    }
     return out

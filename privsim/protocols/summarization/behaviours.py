@@ -7,6 +7,13 @@ chosen owners for their points, verifies each against its bid, and adds the best
 obtained and not yet used to D_s. An owner that misses a bid deadline is dropped (a
 dropped owner stops bidding). Owners bid with one matrix product per epoch and never
 offer a sent point again.
+
+An epoch in which nobody is asked (the private auction's coins can all come up tails)
+still adds the best pooled point, if any (line 15); with an empty pool it adds none.
+The size n broadcast with g_ℓ, and MWEM's q, are public: |D_init| + ℓ − 1, what D_s
+holds had every epoch added a point. The true |D_s| would tell every owner whether
+anyone was asked in an epoch that began with an empty pool, which with its own coin is
+more than ε_auc (``docs/summarization.md``, "An epoch in which nobody is asked").
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ class CuratorPlan:
     epsilon_first: float
     epsilon_summary: float
     auction_epsilon: float
+    auction: str
     tau: int
     sensitivity: float
     timeout: float
@@ -78,6 +86,7 @@ class CuratorOutcome:
     points: list[F64] = field(default_factory=list)
     labels: list[float] = field(default_factory=list)
     asks: list[int] = field(default_factory=list)  # asks per epoch
+    empty: int = 0  # epochs that added no point (nobody asked or verified, pool empty)
     bidders: list[int] = field(default_factory=list)  # bids received per epoch
     rejected: int = 0
     dropped: list[str] = field(default_factory=list)
@@ -221,7 +230,6 @@ def curator(agent: Agent, plan: CuratorPlan) -> Behaviour:
 
     phi_seed = plan.hash1(plan.seed_points)
     quantised_s = quantise(phi_seed * plan.scale, plan.eta, rng_q).sum(0)
-    n = len(plan.seed_points)
     mwem = MarginalMwem(d, plan.eta)
     pool = _Pool(d)  # points asked for and not yet used
     live = list(plan.owners)
@@ -229,6 +237,7 @@ def curator(agent: Agent, plan: CuratorPlan) -> Behaviour:
         if not live and not pool:
             break
         first = epoch == 1
+        n = len(plan.seed_points) + epoch - 1  # public: |D_s| had every epoch added a point
         g = _release(
             mwem,
             quantised_s,
@@ -259,6 +268,7 @@ def curator(agent: Agent, plan: CuratorPlan) -> Behaviour:
             plan.auction_epsilon,
             rng_a,
             insist=[bids[o].repeats >= plan.tau for o in bidders],
+            variant=plan.auction,
         )
         chosen = [o for o, a in zip(bidders, asked, strict=True) if a]
         out.asks.append(len(chosen))
@@ -281,6 +291,7 @@ def curator(agent: Agent, plan: CuratorPlan) -> Behaviour:
             agent.remember(f"point-{p.src}-{p.message.epoch}", x)
             pool.add((p.src, p.message.epoch, x, p.message.label), phi[0])
         if not pool:
+            out.empty += 1
             continue
         scores = bid_scores(pool.features, pool.norms, g_tilde, g, n)
         (src, asked_in, x, label), phi_best = pool.take(int(np.argmax(scores)))
@@ -288,7 +299,6 @@ def curator(agent: Agent, plan: CuratorPlan) -> Behaviour:
         out.points.append(x)
         out.labels.append(label)
         quantised_s = quantised_s + quantise(phi_best * plan.scale, plan.eta, rng_q)
-        n += 1
     points = np.stack(out.points) if out.points else np.zeros((0, plan.seed_points.shape[1]))
     agent.send(plan.consumer, Summary(points=points, labels=np.asarray(out.labels)))
     for o in plan.owners:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from privsim.protocols.summarization.auction import AUCTIONS, AuctionVariant
 from privsim.scenarios.errors import FieldError, require_at_least, require_positive
 
 __all__ = ["DIMENSION_RANGE", "SummarizationConfig"]
@@ -43,7 +44,11 @@ class SummarizationConfig:
     how long (simulated seconds) the curator waits for bids, points or D_v. ``release``:
     h2 releases the expected vector of MWEM's ``"average"`` distribution (Algorithm 2,
     line 8) or of its ``"last"`` (a variant: the average is shrunk towards 0 by the
-    early iterates). ``baselines``: also run non-private greedy and uniform sampling."""
+    early iterates). ``baselines``: also run non-private greedy and uniform sampling.
+    ``auction``: PrivAuction's coins, ``"private"`` (default: e^ε/(1 + e^ε)·e^{−ε(i−1)},
+    ε_auc-DP per epoch) or ``"paper"`` (line 13 as printed: e^{−ε(i−1)}, the top bidder
+    always asked, only (ε_auc, 1 − e^{−ε_auc})-DP per epoch; see
+    :mod:`privsim.protocols.summarization.auction`)."""
 
     dataset: Literal["synthetic", "digits", "occupancy", "wine"] = "synthetic"
     summary_size: int = 100
@@ -63,6 +68,7 @@ class SummarizationConfig:
     timeout: float = 1.0
     baselines: bool = True
     release: Literal["average", "last"] = "average"
+    auction: AuctionVariant = "private"
 
     def __post_init__(self) -> None:
         for name in ("summary_size", "owners", "t_sub", "tau", "seed_size", "synthetic_records"):
@@ -99,6 +105,13 @@ class SummarizationConfig:
             "timeout",
         ):
             require_positive(f"summarization.{name}", getattr(self, name))
+        if self.auction not in AUCTIONS:
+            raise FieldError(
+                "summarization.auction",
+                f"unknown auction {self.auction!r}",
+                'give "private" (ε_auc-DP coins, the default) or "paper" (Algorithm 3 as '
+                "printed: the top bidder always asked, not ε-DP)",
+            )
         if self.dataset == "synthetic" and self.synthetic_records < 10 * self.owners:
             raise FieldError(
                 "summarization.synthetic_records",

@@ -26,7 +26,7 @@ from privsim.kit.result import (
 )
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.summarization import accounting, baselines
-from privsim.protocols.summarization.auction import expected_asks
+from privsim.protocols.summarization.auction import expected_asks, nobody_asked, parsimony_bound
 from privsim.protocols.summarization.behaviours import (
     CuratorOutcome,
     CuratorPlan,
@@ -123,6 +123,7 @@ def run_summarization(scenario: Scenario, seed: int) -> RunResult:
         epsilon_first=cfg.epsilon_first,
         epsilon_summary=cfg.summary_epsilon,
         auction_epsilon=cfg.auction_epsilon,
+        auction=cfg.auction,
         tau=cfg.tau,
         sensitivity=2.0 if priv.neighbour == "replace_one" else 1.0,
         timeout=cfg.timeout,
@@ -189,8 +190,14 @@ def run_summarization(scenario: Scenario, seed: int) -> RunResult:
         "k13_bound": cfg.owners ** (1 / 3) * max(p, 1),
         "accessed_per_summary_point": accessed / max(p, 1),
         "parsimony_ratio": (accessed + m) / max(p + m, 1),
-        "expected_asks_per_epoch": expected_asks(cfg.owners, cfg.auction_epsilon),
+        "auction": cfg.auction,
+        "expected_asks_per_epoch": expected_asks(cfg.owners, cfg.auction_epsilon, cfg.auction),
+        "nobody_asked_per_epoch": nobody_asked(cfg.owners, cfg.auction_epsilon, cfg.auction),
+        "parsimony_bound": parsimony_bound(
+            cfg.owners, cfg.auction_epsilon, out.epochs, cfg.tau, cfg.auction
+        ),
         "asks": sum(out.asks),
+        "empty_epochs": out.empty,
         "rejected_points": out.rejected,
         "dropped_owners": list(dict.fromkeys(out.dropped)),
         "per_party": cost_by_party(world),
@@ -208,11 +215,15 @@ def run_summarization(scenario: Scenario, seed: int) -> RunResult:
             world.coalition,
             trusted="the curator (it holds D_v and every collected point)",
             epsilon_summary=cfg.summary_epsilon,
+            auction=cfg.auction,
+            auction_epoch=list(accounting.auction_epoch(cfg)),
         ),
         accuracy=accuracy,
         communication=Communication.of_world(world, output_party=CURATOR),
         parties=Parties.of_world(world, owners, sorted({s for s, _ in out.picks})),
-        coalition=Coalition.of_world(world, exposure(world, owners, out.picks, out.epochs)),
+        coalition=Coalition.of_world(
+            world, exposure(world, owners, out.picks, out.epochs, cfg.auction)
+        ),
         timing=Timing(
             wall_seconds=time.perf_counter() - started,
             key_agreement_seconds=world.channels.key_agreement_seconds,

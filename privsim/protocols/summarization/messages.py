@@ -24,8 +24,9 @@ class ValidationSet(Message):
 @message
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HashBroadcast(Message):
-    """Curator -> every owner: g̃ = h2(h1(D_v)) (``epoch`` 0, step 3) or
-    g_ℓ = h2(h1(D_s)) (step 5) with the public summary size n = |D_s|."""
+    """Curator -> every owner: g̃ = h2(h1(D_v)) (``epoch`` 0, step 3, n = |D_v|) or
+    g_ℓ = h2(h1(D_s)) (step 5) with the public size n = |D_init| + ℓ − 1 (= |D_s|
+    unless an epoch added no point; the true |D_s| is not released)."""
 
     epoch: int
     size: int

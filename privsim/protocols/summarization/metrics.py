@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from privsim.protocols.summarization.attacks import outranked_epochs
 from privsim.protocols.summarization.messages import Ask, Bid, HashBroadcast, Point
 from privsim.sim.cost import message_rounds
 from privsim.sim.trace import Status
@@ -72,23 +73,39 @@ def cost_by_party(world: World) -> dict[str, dict[str, int]]:
 
 
 def exposure(
-    world: World, owners: tuple[str, ...], picks: list[tuple[str, int]], epochs: int
+    world: World,
+    owners: tuple[str, ...],
+    picks: list[tuple[str, int]],
+    epochs: int,
+    auction: str = "private",
 ) -> dict[str, Any]:
-    """What colluding owners learn. Broadcasts and asks are DP releases (covered by the
-    ledger); under the naive scheme (only the winner is notified) every epoch a coalition
-    owner wins tells it that every other owner's best bid was lower — a comparison
-    outside any DP guarantee, counted here (and the per-epoch win/lose bits it would
-    have learnt)."""
+    """What colluding owners learn. Broadcasts are DP releases (covered by the ledger);
+    so are the asks under the private auction. Under the paper's auction each epoch's
+    ask is only (ε_auc, 1 − e^{−ε_auc})-DP: the epochs a coalition owner saw it are
+    counted as views outside DP, and the epochs it bid and was not asked each told it
+    for certain that another owner outbid it (:mod:`~privsim.protocols.summarization.
+    attacks`). Under the naive scheme (only the winner is notified) every epoch a
+    coalition owner wins tells it that every other owner's best bid was lower — a
+    comparison outside any DP guarantee, counted here (and the per-epoch win/lose bits
+    it would have learnt)."""
     members = world.coalition & set(owners)
     t = world.trace.arrays()
     kinds = np.asarray(t.kinds, dtype=object)[t.kind]
     delivered = t.status == Status.DELIVERED
     member_idx = [t.parties.index(p) for p in members]
     to_members = np.isin(t.dst, member_idx) & delivered
+    paper = auction == "paper"
+    view = world.coalition_view() if paper and members else None
     return {
         "broadcasts_received": int(np.sum(to_members & (kinds == HashBroadcast.__name__))),
         "asks_received": int(np.sum(to_members & (kinds == Ask.__name__))),
         "bids_seen_from_others": int(np.sum(np.isin(t.dst, member_idx) & (kinds == Bid.__name__))),
         "naive_winner_notifications": sum(1 for src, _ in picks if src in members),
         "naive_comparison_bits": epochs * len(members),
+        "auction_views_not_dp": (
+            int(np.sum(np.isin(t.src, member_idx) & (kinds == Bid.__name__))) if paper else 0
+        ),
+        "outranked_revealed": (
+            sum(len(outranked_epochs(view, o)) for o in sorted(members)) if view else 0
+        ),
     }

@@ -13,7 +13,8 @@ def _num(value: Any, fmt: str = ".4g") -> str:
 
 
 def report_lines(result: Mapping[str, Any]) -> list[str]:
-    """Set-up, quality against the baselines, parsimony and the two composition figures."""
+    """Set-up, quality against the baselines, parsimony, the auction's guarantee and the
+    two composition figures."""
     d, sc = result["summarization"], result["scenario"]["summarization"]
     lines = [
         f"  {d['owners']} owners, data {d['dataset']}, summary p = {d['summary_size']}, "
@@ -43,6 +44,7 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         f"{d['summary_size'] + d['validation_points']}"
     )
     c = d["composition"]
+    lines += _auction_lines(d, c["auction"])
     for name in ("validation", "summary"):
         f = c[name]
         lines.append(
@@ -51,6 +53,27 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
             f"PLD {_num(f['ledger_pld_epsilon'])}"
         )
     return lines
+
+
+def _auction_lines(d: Mapping[str, Any], a: Mapping[str, Any]) -> list[str]:
+    """The auction's coins, their per-epoch (ε, δ) and its composition, and the
+    expected asks against the parsimony bound."""
+    eps, delta, epochs = a["epsilon_per_epoch"], a["delta_per_epoch"], a["epochs"]
+    asks = (
+        f"{_num(d['expected_asks_per_epoch'], '.3f')} coin asks per epoch expected, "
+        f"bound on owners' points accessed {_num(d['parsimony_bound'], '.1f')}"
+    )
+    if a["variant"] == "paper":
+        return [
+            f"Auction     paper's coins e^(−ε(i−1)) (the top bidder always asked): "
+            f"({_num(eps)}, {_num(delta)})-DP per epoch, no finite ε at δ = 0; over "
+            f"{epochs} epochs ({_num(a['basic_epsilon'])}, {_num(a['basic_delta'])}) by "
+            f"basic composition; {asks}"
+        ]
+    return [
+        f"Auction     private coins e^ε/(1 + e^ε)·e^(−ε(i−1)): {_num(eps)}-DP per epoch, "
+        f"{epochs} epochs, {d['empty_epochs']} added no point; {asks}"
+    ]
 
 
 def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,6 +87,8 @@ def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
             "k13_bound": d["k13_bound"],
             "accessed_per_summary_point": d["accessed_per_summary_point"],
             "parsimony_ratio": d["parsimony_ratio"],
+            "parsimony_bound": d["parsimony_bound"],
+            "empty_epochs": d["empty_epochs"],
             "paper_epsilon_validation": c["validation"]["paper_epsilon"],
             "paper_epsilon_summary": c["summary"]["paper_epsilon"],
             "pld_epsilon_validation": c["validation"]["ledger_pld_epsilon"],
