@@ -70,6 +70,20 @@ def _environment(*, limited: bool, processes: int) -> dict[str, str]:
     return env
 
 
+def under_both_dispatches(script: str, *args: str) -> list[str]:
+    """What ``python -c script args`` prints with NumPy's dispatch in full, then limited."""
+    return [
+        subprocess.run(
+            [sys.executable, "-c", script, *args],
+            env=_environment(limited=limited, processes=1),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for limited in (False, True)
+    ]
+
+
 def probe(name: str, *, limited: bool = False, processes: int = 1, legacy: bool = False) -> Any:
     spec = {"scenario": name, "set": SCENARIOS[name], "seed": SEED, "legacy_exp": legacy}
     done = subprocess.run(
@@ -128,16 +142,7 @@ def test_the_probe_catches_a_machine_dependent_event_time(tmp_path):
     script = "import sys, numpy as np; sys.stdout.write(np.exp(np.load(sys.argv[1])).tobytes().hex())"
     path = tmp_path / "x.npy"
     np.save(path, x)
-    outs = [
-        subprocess.run(
-            [sys.executable, "-c", script, str(path)],
-            env=_environment(limited=limited, processes=1),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for limited in (False, True)
-    ]
+    outs = under_both_dispatches(script, str(path))
     if outs[0] == outs[1]:
         pytest.skip(
             f"NumPy's exp gives the same bits with and without {dispatched_features() or 'dispatch'} "

@@ -4,14 +4,12 @@ at the special values, and the same bits whatever NumPy's CPU dispatch."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from privsim.sim import portable
-from tests.portability.test_cross_cpu import _environment
+from tests.portability.test_cross_cpu import under_both_dispatches
 
 RNG = np.random.default_rng(20261125)
 #: Inputs spanning each function's range (the log's down to subnormals).
@@ -94,16 +92,7 @@ def test_the_same_bits_with_and_without_the_cpus_vector_instructions(tmp_path):
         "s, c = p.sin_cos_turns(t); "
         "print(hashlib.sha256(b''.join(a.tobytes() for a in (p.exp(x), p.log(y), s, c))).hexdigest())"
     )
-    digests = {
-        subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path)],
-            env=_environment(limited=limited, processes=1),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for limited in (False, True)
-    }
+    digests = set(under_both_dispatches(script, str(tmp_path)))
     assert len(digests) == 1
 
 
