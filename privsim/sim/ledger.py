@@ -551,11 +551,17 @@ class PrivacyLedger:
                 f"{max(spent_delta, 0.0):g}, over the budget eps = {self.epsilon_budget:g}"
             )
             if self.on_overspend is OverspendPolicy.REFUSE:
-                raise BudgetExceededError(
-                    message + ". Raise privacy.epsilon, spend less per mechanism (e.g. "
+                fix = (
+                    # no ε holds: a mechanism's own δ exceeds the budget's, raising ε cannot help
+                    ". No epsilon can meet it: a mechanism here is not private at this delta "
+                    "(its own delta exceeds the budget's); choose a private variant of it, or "
+                    "set privacy.on_overspend = 'warn' to run anyway (e.g. paper reproduction)."
+                    if math.isinf(spent)
+                    else ". Raise privacy.epsilon, spend less per mechanism (e.g. "
                     "privacy.calibration = 'exact' for Gaussian noise), or set "
                     "privacy.on_overspend = 'warn' to run anyway (e.g. paper reproduction)."
                 )
+                raise BudgetExceededError(message + fix)
             if self.on_overspend is OverspendPolicy.WARN:
                 warnings.warn(message, OverspendWarning, stacklevel=2)
         self._entries[label] = entry

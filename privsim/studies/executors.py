@@ -90,7 +90,8 @@ def check_workers(workers: int | None, default: str = "for one per core") -> int
         raise WorkerCountError(
             f"--workers {workers}: this machine has {n} core{'s' * (n != 1)}, and more than "
             f"{limit} worker processes ({WORKERS_PER_CORE} per core) only compete for them; "
-            f"give --workers {n} or fewer, or leave --workers out {default}"
+            f"give --workers {limit} or fewer (one per core, {n}, is usually fastest), "
+            f"or leave --workers out {default}"
         )
     return workers
 

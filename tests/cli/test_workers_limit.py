@@ -71,8 +71,8 @@ def test_up_to_4_workers_per_core_are_allowed_and_more_refused(machine):
         check_workers(limit + 1)
     assert str(info.value) == (
         f"--workers {limit + 1}: this machine has 2 cores, and more than {limit} worker "
-        "processes (4 per core) only compete for them; give --workers 2 or fewer, or leave "
-        "--workers out for one per core"
+        f"processes (4 per core) only compete for them; give --workers {limit} or fewer (one "
+        "per core, 2, is usually fastest), or leave --workers out for one per core"
     )
 
 
@@ -94,7 +94,7 @@ def test_sweep_refuses_100000_workers_before_anything_starts(machine, tmp_path, 
     assert main(argv) == EXIT_INVALID
     err = capsys.readouterr().err
     assert err.startswith("privsim: error: --workers 100000: this machine has 2 cores")
-    assert "give --workers 2 or fewer" in err
+    assert "give --workers 8 or fewer" in err
     assert machine.sizes == [] and not out.exists()  # no pool, no results directory
 
 

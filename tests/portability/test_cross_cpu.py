@@ -15,7 +15,7 @@ an in-process Dask cluster. What the README promises, checked here:
 - **equal within the default tolerance of** ``privsim check`` (relative 1e-9): every other
   field (accuracy, ε, noise calibration: floating-point maths that may round differently).
   Measured here: BLR's calibrated noise multipliers and errors differ by a few units in the
-  last place between AVX-512 and baseline dispatch (relative ≈ 1e-15).
+  last places between AVX-512 and baseline dispatch (relative up to about 1e-12).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ import dp_accounting
 from privsim.protocols.summarization.auction import ask_probabilities, shift_delta
 from privsim.protocols.summarization.config import SummarizationConfig
 from privsim.sim.events import ApproximateDpEvent, BoundedRangeDpEvent, GenericPureDpEvent
-from privsim.sim.ledger import PrivacyLedger, Trust, compose, epsilon_of
+from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust, compose, epsilon_of
 
 __all__ = [
     "AUCTION",
@@ -137,7 +137,16 @@ def _events(cfg: SummarizationConfig, epochs: int) -> dict[str, dp_accounting.Dp
 def charge(ledger: PrivacyLedger, cfg: SummarizationConfig) -> None:
     """Charge the planned run (p epochs) before it starts."""
     for label, event in _events(cfg, cfg.summary_size).items():
-        ledger.charge(label, event, trust=TRUST)
+        try:
+            ledger.charge(label, event, trust=TRUST)
+        except BudgetExceededError as exc:
+            if label == AUCTION and cfg.auction == "paper":
+                raise BudgetExceededError(
+                    f"{exc} The paper's auction coins always ask the top bidder, so each "
+                    f"epoch is only (ε_auc, {-math.expm1(-cfg.auction_epsilon):.3g})-DP: "
+                    'set summarization.auction = "private" (the default) for ε_auc-DP coins.'
+                ) from None
+            raise
 
 
 def settle(ledger: PrivacyLedger, cfg: SummarizationConfig, validation: bool, epochs: int) -> None:
