@@ -86,6 +86,13 @@ class Privacy:
         g = ledger.guarantee(coalition)
         if g.non_private:
             default = "none (non-private)"
+        elif math.isinf(g.epsilon) and all(
+            not e.broken and e.realised == e.planned for e in g.events
+        ):  # nothing the coalition or the dropouts did: the plan itself has no finite ε
+            default = (
+                "none at this delta: the mechanisms' own delta adds up past the budget's "
+                "(a mechanism here is not private enough at any epsilon)"
+            )
         elif math.isinf(g.epsilon):
             default = (
                 "none against this coalition: it breaks an event's trust, or too few honest "
