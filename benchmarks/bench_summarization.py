@@ -32,6 +32,7 @@ def _protocol_seconds() -> tuple[float, float]:
     common = {
         "summarization.dataset": "occupancy",
         "summarization.owners": K,
+        "summarization.auction_epsilon": 0.5,
         "population.clients": K,
         "summarization.baselines": False,
         "network.encryption": "none",

@@ -26,6 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import dp_accounting
 import pytest
 import tomli_w
 from dp_accounting.pld import privacy_loss_distribution as pld
@@ -37,6 +38,7 @@ from privsim.cli import main
 from privsim.kit.result import without_timing
 from privsim.scenarios import ScenarioError, scenario_from_dict
 from privsim.scenarios.convert import set_fields
+from privsim.sim.ledger import PURE_MARGIN, PrivacyLedger
 from privsim.studies.store import load
 from privsim.studies.study import study_from_dict
 from privsim.studies.sweep import sweep
@@ -135,6 +137,43 @@ def test_no_coalition_keeps_every_private_release_within_its_target(spec):
             continue
         assert privacy["guarantee_met"] is True, where
         assert privacy["achieved_epsilon"] <= privacy["target_epsilon"] * (1 + 1e-6), where
+
+
+def test_a_pure_composition_reports_the_tighter_of_basic_and_pld(spec):
+    # Every guarantee says how it was composed. Pure events: the basic theorem's (Σ ε, 0)
+    # unless the PLD at δ is more than PURE_MARGIN below it; then the PLD, with the basic
+    # figure beside it. A plan made long (its own privacy.delta > 0, the built-in delta)
+    # shows the second case wherever the protocol's events are all pure.
+    result = _run(_example(spec.name))
+    for where, privacy in _guarantees(result):
+        found = privacy["details"].get("composition")
+        if privacy["non_private"] or found is None:
+            continue
+        if found["method"] == "pld":
+            assert privacy["achieved_epsilon"] == found["pld_epsilon"], where
+            assert found["pld_epsilon"] < (1 - PURE_MARGIN) * found["basic_epsilon"], where
+            assert privacy["delta"] == found["pld_delta"] > 0, where
+        elif found["method"] == "basic":
+            assert (privacy["achieved_epsilon"], privacy["delta"]) == (
+                found["basic_epsilon"],
+                0.0,
+            ), where
+            if found.get("pld_epsilon") is not None:
+                assert found["pld_epsilon"] >= (1 - PURE_MARGIN) * found["basic_epsilon"], where
+
+
+def test_a_long_composition_of_laplace_events_reports_below_the_basic_sum():
+    # The ledger every protocol charges: 500 Laplace releases of ε = 0.01 at any δ > 0
+    # compose far below the basic theorem's 5 (the Laplace part of D_v's MWEM run in
+    # the summarization example, scaled down; tests/sim/test_pure_composition.py checks
+    # the figure against an independent computation).
+    for delta in (1e-10, 1e-6, 1e-4, 1e-2):
+        ledger = PrivacyLedger(5.0, delta)
+        steps = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(100.0), 500)
+        ledger.charge("steps", steps)
+        g = ledger.guarantee()
+        assert g.composition.method == "pld" and g.delta == delta
+        assert g.epsilon < 0.5 * 5.0 == 0.5 * g.composition.basic_epsilon
 
 
 def test_a_coalition_of_every_trusted_party_leaves_no_guarantee(spec):

@@ -71,6 +71,18 @@ def _privacy_line(priv: Mapping[str, Any]) -> str:
         f"{format_number(priv['target_epsilon'], 'g')}, "
         f"δ = {format_number(priv['target_delta'], 'g')}: {met}"
         + (f"\n            {priv['notion']}" if priv.get("notion") else "")
+        + _composition_line((priv.get("details") or {}).get("composition"))
+    )
+
+
+def _composition_line(found: Mapping[str, Any] | None) -> str:
+    """For a pure composition reported by its PLD, the basic theorem's figure beside it
+    (a pure (Σ ε, 0) result needs no such line: its notion says ε-DP)."""
+    if not isinstance(found, Mapping) or found.get("method") != "pld":
+        return ""
+    return (
+        f"\n            composed by PLD (the basic theorem gives ε = "
+        f"{format_epsilon(found['basic_epsilon'])} at δ = 0)"
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from privsim.sim.cost import communication_cost
-from privsim.sim.ledger import EventRecord, PrivacyLedger
+from privsim.sim.ledger import Composition, EventRecord, PrivacyLedger
 from privsim.sim.messages import wire_size
 from privsim.sim.world import World
 from privsim.version import __version__
@@ -53,6 +53,15 @@ def jsonable(value: Any) -> Any:
 
 def _as_dict(obj: Any) -> dict[str, Any]:
     return {f.name: jsonable(getattr(obj, f.name)) for f in fields(obj)}
+
+
+def _with_composition(details: dict[str, Any], found: Composition | None) -> dict[str, Any]:
+    """The protocol's ``details`` and, under ``composition``, which theorem gave the
+    reported ε (``basic`` or ``pld`` for pure events, with both figures when both were
+    computed; ``accountant`` otherwise)."""
+    if found is None or "composition" in details:
+        return details
+    return {**details, "composition": found.details()}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,7 +120,7 @@ class Privacy:
             non_private=g.non_private,
             notion=default if math.isinf(g.epsilon) and not g.non_private else notion or default,
             events=g.events,
-            details=details,
+            details=_with_composition(details, g.composition),
         )
 
     @classmethod

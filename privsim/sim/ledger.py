@@ -18,7 +18,9 @@ composes as itself (:mod:`privsim.sim.events` gives each kind's privacy loss); n
 ``ComposedDpEvent`` and ``SelfComposedDpEvent`` are flattened to their leaves with counts.
 
 - All pure ε-DP (Laplace, generic pure, bounded range, randomized response, (ε, 0)):
-  the basic theorem, reported as (Σ ε, 0).
+  the smaller of the basic theorem, (Σ ε, 0), and the PLD composition at the budget's δ
+  (below), which is far tighter for long compositions of small ε (k steps of ε₀ grow as
+  √k·ε₀ rather than k·ε₀). :func:`composition` says which applied and gives both.
 - All Gaussian: exactly one Gaussian mechanism with noise multiplier (Σ_r σ_r⁻²)^(−1/2)
   (Dong, Roth & Su 2019, Cor. 3.3), evaluated with the analytic Gaussian mechanism.
 - Any integer-noise release (:class:`~privsim.sim.events.IntegerNoiseDpEvent`): one
@@ -43,6 +45,7 @@ Every other event folds its sensitivity into its noise multiplier.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import warnings
 from collections.abc import Collection, Iterable, Iterator
@@ -76,16 +79,20 @@ from privsim.sim.integer_bounds import (
 )
 
 __all__ = [
+    "PURE_MARGIN",
     "BudgetExceededError",
+    "Composition",
     "EventRecord",
     "Guarantee",
     "LedgerEntry",
+    "Method",
     "NoiseShares",
     "OverspendPolicy",
     "OverspendWarning",
     "PrivacyLedger",
     "Trust",
     "compose",
+    "composition",
     "epsilon_of",
     "leaves",
     "pure_epsilon",
@@ -93,6 +100,10 @@ __all__ = [
 
 # Relative slack for floating-point noise in ε computed from an exactly calibrated σ.
 _RELATIVE_SLACK = 1e-6
+#: A pure composition is reported at (Σ ε, 0) unless its PLD at the budget's δ is smaller
+#: by more than this share (or alone meets the budget): one Laplace release at ε = 1 is
+#: (1, 0)-DP, not (0.99998, 10⁻⁵)-DP.
+PURE_MARGIN = 0.01
 
 
 class BudgetExceededError(RuntimeError):
@@ -319,6 +330,7 @@ class Guarantee:
     met: bool
     non_private: bool
     events: tuple[EventRecord, ...]
+    composition: Composition | None = None
 
 
 Leaves = list[tuple[dp_accounting.DpEvent, int]]
@@ -477,19 +489,101 @@ def epsilon_of(
     return epsilon
 
 
-def compose(
-    events: Iterable[dp_accounting.DpEvent], delta: float, *, neighbour: Neighbour = "add_remove"
-) -> tuple[float, float]:
-    """The (ε, δ) the composition of ``events`` achieves: pure events by the basic
-    theorem, (Σ ε, 0); otherwise ε at the given δ (:func:`epsilon_of`)."""
+class Method(enum.StrEnum):
+    """Which composition gave a reported (ε, δ)."""
+
+    NONE = "none"  # nothing was released
+    BASIC = "basic"  # pure events, the basic theorem: (Σ ε, 0)
+    PLD = "pld"  # pure events, their PLD at δ, tighter than the basic theorem there
+    ACCOUNTANT = "accountant"  # anything else: :func:`epsilon_of` at δ
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """The (ε, δ) a composition achieves, the ``method`` that gave it, and for pure events
+    both candidates: ``basic_epsilon`` (at δ = 0) and ``pld_epsilon`` at ``pld_delta``
+    (None when δ = 0 or not needed)."""
+
+    epsilon: float
+    delta: float
+    method: Method
+    basic_epsilon: float | None = None
+    pld_epsilon: float | None = None
+    pld_delta: float | None = None
+
+    def details(self) -> dict[str, object]:
+        """The figures a report shows: which theorem applied and, where the basic theorem
+        and the PLD were both computed and differ, both."""
+        out: dict[str, object] = {"method": str(self.method)}
+        if self.basic_epsilon is not None and self.pld_epsilon is not None:
+            out |= {
+                "basic_epsilon": self.basic_epsilon,
+                "basic_delta": 0.0,
+                "pld_epsilon": self.pld_epsilon,
+                "pld_delta": self.pld_delta,
+            }
+        return out
+
+
+def _pure_pld_epsilon(found: Leaves, delta: float, neighbour: Neighbour) -> float:
+    """ε at δ of the pure leaves ``found`` by their PLD (:func:`epsilon_of`), cached when
+    the leaves are hashable: a ledger asks for the same composition per coalition."""
+    key = tuple(found)
+    try:
+        hash(key)
+    except TypeError:
+        return _pure_pld_uncached(key, delta, neighbour)
+    return _pure_pld_cached(key, delta, neighbour)
+
+
+def _pure_pld_uncached(
+    found: tuple[tuple[dp_accounting.DpEvent, int], ...], delta: float, neighbour: Neighbour
+) -> float:
+    events = [dp_accounting.SelfComposedDpEvent(leaf, n) for leaf, n in found]
+    return epsilon_of(events, delta, neighbour=neighbour)
+
+
+_pure_pld_cached = functools.lru_cache(maxsize=256)(_pure_pld_uncached)
+
+
+def composition(
+    events: Iterable[dp_accounting.DpEvent],
+    delta: float,
+    *,
+    neighbour: Neighbour = "add_remove",
+    budget: float | None = None,
+    lazy: bool = False,
+) -> Composition:
+    """The tightest (ε, δ) the composition of ``events`` supports at ``delta``.
+
+    Pure events: the basic theorem's (Σ ε, 0), or the PLD's ε at ``delta`` > 0 (each is
+    a valid bound; the basic sum is tight only at δ = 0, Kairouz, Oh & Viswanath 2015).
+    The PLD applies when it is smaller by more than :data:`PURE_MARGIN`, or when it alone
+    meets ``budget``: a pure guarantee is the stronger statement at (nearly) equal ε.
+    ``lazy`` (a charge's check): when the basic sum already meets ``budget`` the PLD is
+    not computed. Other events: :func:`epsilon_of` at ``delta``."""
     events = list(events)
     found = leaves(events)
     if not found:
-        return 0.0, 0.0
+        return Composition(0.0, 0.0, Method.NONE)
     pure = [(leaf_pure_epsilon(leaf), n) for leaf, n in found]
-    if all(p is not None for p, _ in pure):
-        return float(sum(p * n for p, n in pure if p is not None)), 0.0
-    return epsilon_of(events, delta, neighbour=neighbour), delta
+    if not all(p is not None for p, _ in pure):
+        return Composition(epsilon_of(events, delta, neighbour=neighbour), delta, Method.ACCOUNTANT)
+    basic = float(sum(p * n for p, n in pure if p is not None))
+    if delta <= 0 or basic == 0.0 or (lazy and budget is not None and basic <= budget):
+        return Composition(basic, 0.0, Method.BASIC, basic)
+    tight = _pure_pld_epsilon(found, float(delta), neighbour)
+    if tight < basic * (1.0 - PURE_MARGIN) or (budget is not None and tight <= budget < basic):
+        return Composition(tight, delta, Method.PLD, basic, tight, delta)
+    return Composition(basic, 0.0, Method.BASIC, basic, tight, delta)
+
+
+def compose(
+    events: Iterable[dp_accounting.DpEvent], delta: float, *, neighbour: Neighbour = "add_remove"
+) -> tuple[float, float]:
+    """The (ε, δ) of :func:`composition`."""
+    c = composition(events, delta, neighbour=neighbour)
+    return c.epsilon, c.delta
 
 
 class PrivacyLedger:
@@ -522,8 +616,12 @@ class PrivacyLedger:
     def entries(self) -> tuple[LedgerEntry, ...]:
         return tuple(self._entries.values())
 
+    @property
+    def _budget(self) -> float:
+        return self.epsilon_budget * (1 + _RELATIVE_SLACK)
+
     def _within(self, epsilon: float, delta: float) -> bool:
-        return epsilon <= self.epsilon_budget * (1 + _RELATIVE_SLACK) and delta <= self.delta
+        return epsilon <= self._budget and delta <= self.delta
 
     def charge(
         self,
@@ -544,7 +642,10 @@ class PrivacyLedger:
             )
         entry = LedgerEntry(label, event, trust or Trust.nobody(), noise)
         events = [*(e.event for e in self._entries.values()), entry.event]
-        spent, spent_delta = compose(events, self.delta, neighbour=self.neighbour)
+        spent_at = composition(
+            events, self.delta, neighbour=self.neighbour, budget=self._budget, lazy=True
+        )
+        spent, spent_delta = spent_at.epsilon, spent_at.delta
         if not self._within(spent, spent_delta):
             message = (
                 f"{label}: composing this mechanism gives eps = {spent:.4g} at delta = "
@@ -630,15 +731,16 @@ class PrivacyLedger:
                     reason=entry.reason,
                 )
             )
-        epsilon, delta = compose(events, self.delta, neighbour=self.neighbour)
+        achieved = composition(events, self.delta, neighbour=self.neighbour, budget=self._budget)
         return Guarantee(
             target_epsilon=self.epsilon_budget,
             target_delta=self.delta,
-            epsilon=epsilon,
-            delta=delta,
-            met=self._within(epsilon, delta),
+            epsilon=achieved.epsilon,
+            delta=achieved.delta,
+            met=self._within(achieved.epsilon, achieved.delta),
             non_private=any(e.status is Status.NON_PRIVATE for e in self._entries.values()),
             events=tuple(records),
+            composition=achieved,
         )
 
     def epsilon(self, delta: float | None = None) -> float:

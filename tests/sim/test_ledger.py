@@ -4,7 +4,7 @@ import dp_accounting
 import pytest
 
 from privsim.sim.calibration import classic_sigma, exact_sigma
-from privsim.sim.ledger import BudgetExceededError, OverspendWarning, PrivacyLedger
+from privsim.sim.ledger import BudgetExceededError, OverspendWarning, PrivacyLedger, compose
 
 
 def test_single_gaussian_charge_at_exact_calibration_fits_the_budget():
@@ -105,15 +105,30 @@ def test_gaussian_noise_shares_credit_only_honest_included_contributors():
     assert ledger.guarantee({"compute-0", "compute-1"}).epsilon == math.inf
 
 
-def test_pure_events_compose_by_the_basic_theorem_and_report_delta_zero():
+def test_pure_events_report_the_tighter_of_the_basic_theorem_and_the_pld():
     ledger = PrivacyLedger(1.0, 1e-5)
-    ledger.charge(
-        "steps", dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(1 / 0.1), 10)
-    )
+    steps = dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(1 / 0.1), 10)
+    ledger.charge("steps", steps)
     g = ledger.guarantee()
-    assert g.epsilon == pytest.approx(1.0, rel=1e-12) and g.delta == 0.0 and g.met
+    # basic: (1.0, 0); PLD at 1e-5 is smaller by more than PURE_MARGIN, so it is reported
+    assert g.composition is not None and g.composition.method == "pld"
+    assert g.composition.basic_epsilon == pytest.approx(1.0, rel=1e-12)
+    assert g.epsilon == g.composition.pld_epsilon < 0.99 and g.delta == 1e-5 and g.met
+    # a charge the basic theorem would refuse (Σ ε = 1.01) fits by the PLD ...
+    ledger.charge("more", dp_accounting.LaplaceDpEvent(1 / 0.01))
+    assert ledger.guarantee().met
+    # ... and one that neither fits is refused
     with pytest.raises(BudgetExceededError):
-        ledger.charge("more", dp_accounting.LaplaceDpEvent(1 / 0.01))
+        ledger.charge("too much", dp_accounting.LaplaceDpEvent(1 / 0.5))
+    # at delta = 0 nothing but the basic theorem holds
+    assert compose([steps], 0.0) == pytest.approx((1.0, 0.0), rel=1e-12)
+
+
+def test_one_pure_release_stays_pure():
+    ledger = PrivacyLedger(1.0, 1e-5)
+    ledger.charge("one", dp_accounting.LaplaceDpEvent(1.0))
+    g = ledger.guarantee()  # the PLD's 0.99998 at 1e-5 is not worth giving up delta = 0
+    assert (g.epsilon, g.delta) == (1.0, 0.0) and g.composition.method == "basic"
 
 
 def test_withheld_and_non_private_entries():
