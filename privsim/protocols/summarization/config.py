@@ -40,7 +40,14 @@ class SummarizationConfig:
     set (epoch 1), ``t_sub`` iterations at ε = ``summary_scale``/√(p·T_sub) after (§4).
     ``auction_epsilon`` is ε_auc; ``tau`` the τ rule. ``dataset``: ``"synthetic"``,
     ``"digits"`` (scikit-learn's bundled 8×8 digits), ``"occupancy"`` or ``"wine"``
-    (registry); ``seed_size`` points of another domain seed the summary. ``timeout``:
+    (registry); ``seed_size`` points of another domain seed the summary. ``"csv"``: the
+    user's own file ``csv_path`` (relative to the working directory, as BLR's), with
+    numeric ``features``, whole-number class labels in ``target`` and the column
+    ``role_column`` giving each row's role: ``owner-0`` … ``owner-(K−1)``,
+    ``validation`` (D_v), ``test`` or ``seed`` (D_init; ``seed_size`` and
+    ``synthetic_records`` are then unused); ``standardise`` scales its features by the
+    public seed set's mean and spread (never the owners': that would release their
+    statistics outside the ledger). ``timeout``:
     how long (simulated seconds) the curator waits for bids, points or D_v. ``release``:
     h2 releases the expected vector of MWEM's ``"average"`` distribution (Algorithm 2,
     line 8) or of its ``"last"`` (a variant: the average is shrunk towards 0 by the
@@ -50,7 +57,12 @@ class SummarizationConfig:
     always asked, only (ε_auc, 1 − e^{−ε_auc})-DP per epoch; see
     :mod:`privsim.protocols.summarization.auction`)."""
 
-    dataset: Literal["synthetic", "digits", "occupancy", "wine"] = "synthetic"
+    dataset: Literal["synthetic", "digits", "occupancy", "wine", "csv"] = "synthetic"
+    csv_path: str = ""
+    features: tuple[str, ...] = ()
+    target: str = ""
+    role_column: str = "role"
+    standardise: bool = True
     summary_size: int = 100
     owners: int = 4
     dimension: int = 140
@@ -112,11 +124,41 @@ class SummarizationConfig:
                 'give "private" (ε_auc-DP coins, the default) or "paper" (Algorithm 3 as '
                 "printed: the top bidder always asked, not ε-DP)",
             )
+        if self.dataset == "csv":
+            self._check_columns()
         if self.dataset == "synthetic" and self.synthetic_records < 10 * self.owners:
             raise FieldError(
                 "summarization.synthetic_records",
                 f"{self.synthetic_records} records for {self.owners} owners",
                 f"give at least {10 * self.owners} records",
+            )
+
+    def _check_columns(self) -> None:
+        """The CSV fields name a file and distinct columns (the file is read by
+        :func:`~privsim.protocols.summarization.data.load_user_csv`)."""
+        if not (self.csv_path and self.features and self.target and self.role_column):
+            raise FieldError(
+                "summarization.csv_path",
+                "dataset = 'csv' needs csv_path, features, target and role_column",
+                'add csv_path = "data.csv", features = ["a", "b"], target = "y" '
+                '(role_column defaults to "role")',
+            )
+        repeated = sorted({c for c in self.features if self.features.count(c) > 1})
+        if repeated:
+            raise FieldError(
+                "summarization.features", f"column {repeated[0]!r} is listed twice", "list it once"
+            )
+        if self.target in self.features:
+            raise FieldError(
+                "summarization.target",
+                f"the label {self.target!r} is also listed in summarization.features",
+                "remove it from the features: a summary's points must not carry their label",
+            )
+        if self.role_column in (*self.features, self.target):
+            raise FieldError(
+                "summarization.role_column",
+                f"the role column {self.role_column!r} is also a feature or the label",
+                "give the column that holds owner-<k>, validation, test or seed",
             )
 
     @property

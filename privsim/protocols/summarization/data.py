@@ -22,19 +22,40 @@ D_init comes from another domain.
 
 Features are standardised with the source's mean and spread (the experimenter's
 preprocessing), except digits (already in [0, 1]).
+
+- ``csv``: the user's own set-up, one file whose role column assigns every row to an
+  owner (``owner-0`` …), the consumer's validation set, the test set or the seed set
+  (:func:`load_user_csv`). The file is the split: no draw is made. Features are
+  standardised with the seed set's mean and spread (public data, unlike the owners':
+  their statistics would be released outside the ledger) unless ``standardise = false``.
 """
 
 from __future__ import annotations
 
+import functools
+import io
+import re
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from privsim.protocols.summarization.config import SummarizationConfig
 from privsim.scenarios.errors import FieldError
+from privsim.scenarios.loader import InputFileError, read_input_text
 
-__all__ = ["SetUp", "build_setup", "check_setup", "records_of"]
+__all__ = [
+    "CSV_ROLES",
+    "MAX_CLASSES",
+    "SetUp",
+    "build_setup",
+    "check_setup",
+    "load_user_csv",
+    "records_of",
+]
 
 F64 = npt.NDArray[np.float64]
 
@@ -64,11 +85,14 @@ class SetUp:
 
 
 def records_of(cfg: SummarizationConfig) -> int:
-    """How many points the owners hold in all (known before loading)."""
+    """How many points the owners hold in all (known before loading, except for a CSV:
+    its rows are counted, and every named error of the file raised, here)."""
     if cfg.dataset == "synthetic":
         return cfg.synthetic_records
     if cfg.dataset == "digits":
         return round(DIGITS * 0.6) - cfg.seed_size
+    if cfg.dataset == "csv":  # reads (and checks) the file, once per version of it
+        return sum(len(x) for x, _ in load_user_csv(cfg).owners)
     if cfg.dataset == "occupancy":
         return OCCUPANCY_PERIODS[0] + round(TARGET_SHARE * OCCUPANCY_PERIODS[2])
     return WINE_RED - cfg.seed_size + round(TARGET_SHARE * WINE_WHITE)
@@ -201,10 +225,272 @@ def _wine(cfg: SummarizationConfig, rng: np.random.Generator) -> SetUp:
     return _standardise(raw, rx.mean(0), rx.std(0) + 1e-12)
 
 
+#: The roles of a user's CSV rows besides ``owner-<k>``.
+CSV_ROLES = ("validation", "test", "seed")
+#: Most classes a CSV's label may hold: more reads as a regression target, not the class
+#: labels the linear-SVM accuracy needs.
+MAX_CLASSES = 100
+_CSV = "summarization.csv_path"
+_OWNER = re.compile(r"owner-(\d{1,9})")
+
+
+def load_user_csv(cfg: SummarizationConfig) -> SetUp:
+    """The set-up in ``cfg.csv_path``: each row's role column says whose it is.
+
+    Every problem is a :class:`FieldError` naming the field to fix and, like BLR's and
+    BCD's :func:`~privsim.data.registry.load_csv`, the file and the column or data row,
+    never the file's contents. The file is read through the guarded reader (regular files
+    of at most 64 MiB of UTF-8 text) and kept per process, keyed by its path, size and
+    modification time, so a scenario's validation and its replications read it once.
+    The arrays returned are shared and read-only."""
+    path = Path(cfg.csv_path)
+    shown = repr(str(path)) if len(str(path)) <= 200 else repr(str(path)[:200] + "…")
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise FieldError(
+            _CSV,
+            f"CSV file {shown} does not exist",
+            "give the path of your CSV file (a relative path is from the working directory)",
+        ) from None
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, no permission
+        raise FieldError(
+            _CSV, f"CSV file {shown} cannot be read ({type(exc).__name__})", "give a readable file"
+        ) from None
+    return _read_user_csv(
+        str(path.absolute()),
+        stat.st_size,
+        stat.st_mtime_ns,
+        cfg.features,
+        cfg.target,
+        cfg.role_column,
+        cfg.owners,
+        cfg.standardise,
+    )
+
+
+def _first_row(mask: Any) -> int:
+    """The 1-based data row of the first True in ``mask``."""
+    return int(np.flatnonzero(np.asarray(mask))[0]) + 1
+
+
+@functools.lru_cache(maxsize=4)
+def _read_user_csv(
+    path: str,
+    size: int,
+    mtime_ns: int,
+    features: tuple[str, ...],
+    target: str,
+    role_column: str,
+    owners: int,
+    standardise: bool,
+) -> SetUp:
+    """:func:`load_user_csv` once its file is known; ``size`` and ``mtime_ns`` key the cache."""
+    import pandas as pd
+
+    p = Path(path)
+    try:
+        text = read_input_text(p, "CSV file")
+    except InputFileError as exc:  # a directory, a FIFO, a device, over 64 MiB
+        raise FieldError(_CSV, exc.problem, "give the path of a CSV file") from None
+    except FileNotFoundError:
+        raise FieldError(
+            _CSV, f"CSV file {str(p)[:200]!r} does not exist", "give its path"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise FieldError(
+            _CSV,
+            f"{p}: not UTF-8 text (undecodable byte at offset {exc.start})",
+            "save it as a UTF-8 CSV",
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise FieldError(
+            _CSV,
+            f"CSV file {str(p)[:200]!r} cannot be read ({type(exc).__name__})",
+            "give a readable file",
+        ) from None
+    try:
+        # index_col=False: pandas would otherwise read rows that all have more fields
+        # than the header as indexed by their first fields, shifting every column; the
+        # warning it gives instead becomes the error below.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(io.StringIO(text), dtype={role_column: str}, index_col=False)
+    except pd.errors.ParserWarning:
+        raise FieldError(
+            _CSV,
+            f"{p}: not a well-formed CSV (rows with more fields than the header)",
+            "give every row as many comma-separated fields as the header",
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise FieldError(
+            _CSV, f"{p}: the file is empty", "give a header row and data rows"
+        ) from None
+    except pd.errors.ParserError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        where = f" at line {line.group(1)}" if line else ""
+        raise FieldError(
+            _CSV,
+            f"{p}: not a well-formed CSV{where} (rows with different numbers of fields?)",
+            "give every row as many comma-separated fields as the header",
+        ) from None
+    except (ValueError, MemoryError) as exc:
+        raise FieldError(
+            _CSV, f"{p}: cannot be parsed ({type(exc).__name__})", "give a CSV file"
+        ) from None
+    columns = {str(c) for c in frame.columns}
+    for field, names in (
+        ("summarization.features", features),
+        ("summarization.target", (target,)),
+        ("summarization.role_column", (role_column,)),
+    ):
+        missing = [c for c in names if c not in columns]
+        if missing:
+            raise FieldError(
+                field,
+                f"{p}: no column(s) {missing} (the file has {len(columns)} columns)",
+                "name columns of the file's header row, and check that it is comma-separated",
+            )
+    if len(frame) == 0:
+        raise FieldError(_CSV, f"{p}: a header but no data rows", "give the data rows")
+
+    x = np.empty((len(frame), len(features)))
+    for j, c in enumerate(features):
+        values = pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64)
+        text_cells = frame[c].notna().to_numpy() & np.isnan(values)
+        if text_cells.any():
+            raise FieldError(
+                "summarization.features",
+                f"{p}: column {c!r} is not numeric (data row {_first_row(text_cells)})",
+                "encode it as numbers first, or leave it out of summarization.features",
+            )
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise FieldError(
+                "summarization.features",
+                f"{p}: column {c!r} has {int(bad.sum())} missing, NaN or infinite value(s) "
+                f"(the first in data row {_first_row(bad)})",
+                "fill or drop those rows",
+            )
+        x[:, j] = values
+
+    roles = frame[role_column].str.strip().to_numpy(dtype=object)
+    unset = frame[role_column].isna().to_numpy()
+    if unset.any():
+        raise FieldError(
+            "summarization.role_column",
+            f"{p}: {int(unset.sum())} row(s) have no {role_column!r} (the first is data row "
+            f"{_first_row(unset)})",
+            "give every row a role: owner-<k>, validation, test or seed",
+        )
+    known = {f"owner-{k}" for k in range(owners)} | set(CSV_ROLES)
+    unknown = np.array([r not in known for r in roles])
+    if unknown.any():
+        row = _first_row(unknown)
+        beyond = _OWNER.fullmatch(roles[row - 1])
+        if beyond and int(beyond.group(1)) >= owners:
+            k = int(beyond.group(1))
+            raise FieldError(
+                "summarization.owners",
+                f"{p}: data row {row} is owner-{k}'s but there are {owners} owners "
+                f"(owner-0 … owner-{owners - 1})",
+                f"set summarization.owners and population.clients to {k + 1}, or correct "
+                f"the {role_column!r} column",
+            )
+        raise FieldError(
+            "summarization.role_column",
+            f"{p}: {int(unknown.sum())} row(s) have a {role_column!r} that is not a role "
+            f"(the first is data row {row})",
+            f"give each row owner-0 … owner-{owners - 1}, validation, test or seed",
+        )
+    for k in range(owners):
+        if not (roles == f"owner-{k}").any():
+            raise FieldError(
+                "summarization.owners",
+                f"{p}: no row is owner-{k}'s ({owners} owners)",
+                "give every owner rows, or give fewer owners",
+            )
+    for role in CSV_ROLES:
+        if not (roles == role).any():
+            raise FieldError(
+                "summarization.role_column",
+                f"{p}: no row has the role {role!r}",
+                "mark the consumer's validation set (D_v), the test set and the seed set "
+                "(D_init): each needs at least one row",
+            )
+
+    # Labels: read for the owners' and the test rows; D_v is unlabelled and the seed
+    # set's labels are not used, so those may be left empty.
+    labels = pd.to_numeric(frame[target], errors="coerce").to_numpy(dtype=np.float64)
+    read = np.isin(roles, ["validation", "seed"], invert=True)
+    text_cells = read & frame[target].notna().to_numpy() & np.isnan(labels)
+    if text_cells.any():
+        raise FieldError(
+            "summarization.target",
+            f"{p}: column {target!r} is not numeric (data row {_first_row(text_cells)})",
+            "encode the classes as whole numbers, e.g. 0 and 1",
+        )
+    bad = read & ~np.isfinite(labels)
+    if bad.any():
+        raise FieldError(
+            "summarization.target",
+            f"{p}: column {target!r} has {int(bad.sum())} missing, NaN or infinite value(s) "
+            f"in owner or test rows (the first in data row {_first_row(bad)})",
+            "label every owner and test row (validation and seed rows may be left empty)",
+        )
+    fractional = read & np.isfinite(labels) & (labels != np.round(labels))
+    if fractional.any():
+        raise FieldError(
+            "summarization.target",
+            f"{p}: column {target!r} is not a class label (a fraction in data row "
+            f"{_first_row(fractional)})",
+            "give classes as whole numbers, e.g. 0 and 1: the accuracy is a classifier's",
+        )
+    is_owner = np.isin(roles, CSV_ROLES, invert=True)
+    classes = np.unique(labels[is_owner])
+    if not 2 <= classes.size <= MAX_CLASSES:
+        raise FieldError(
+            "summarization.target",
+            f"{p}: the owners' rows hold {classes.size} class(es) in column {target!r}",
+            f"give a label of 2 to {MAX_CLASSES} classes: the summary's accuracy is a classifier's",
+        )
+
+    if standardise:  # by the public seed set (§4: D_init may be random), never the owners'
+        on_seed = roles == "seed"
+        mean, sd = x[on_seed].mean(0), x[on_seed].std(0)
+        constant = np.flatnonzero(sd == 0)
+        if constant.size:
+            raise FieldError(
+                "summarization.features",
+                f"{p}: column {features[constant[0]]!r} is constant over the seed rows "
+                "and cannot be standardised by them",
+                "drop it from summarization.features, give seed rows that vary in it, or "
+                "set summarization.standardise = false and scale it by public constants",
+            )
+        x = (x - mean) / sd
+
+    def rows(role: str) -> tuple[F64, F64]:
+        chosen = roles == role
+        a, b = x[chosen], labels[chosen]
+        a.flags.writeable = b.flags.writeable = False  # the cache's copy is shared
+        return a, b
+
+    return SetUp(
+        name=p.stem,
+        owners=tuple(rows(f"owner-{k}") for k in range(owners)),
+        validation=rows("validation")[0],
+        test=rows("test"),
+        seed=rows("seed"),
+    )
+
+
 def build_setup(cfg: SummarizationConfig, rng: np.random.Generator) -> SetUp:
     """The replication's set-up (the split is drawn from ``rng``)."""
-    build = {"synthetic": _synthetic, "digits": _digits, "occupancy": _occupancy, "wine": _wine}
-    setup = build[cfg.dataset](cfg, rng)
+    if cfg.dataset == "csv":
+        setup = load_user_csv(cfg)
+    else:
+        build = {"synthetic": _synthetic, "digits": _digits, "occupancy": _occupancy, "wine": _wine}
+        setup = build[cfg.dataset](cfg, rng)
     check_setup(setup, cfg)
     return setup
 
