@@ -4,12 +4,13 @@ vectorised (the audit plan's trial function, as ``privsim audit`` runs it) and a
 full protocol runs (one end-to-end run per trial, what a study of full runs costs);
 and the reference Gaussian mechanism. With ``--claims``: the audit table instead —
 claimed ε against the 95 % lower bound for every protocol's correct release, and for
-each injected bug (the same settings as ``tests/audit``).
+each injected bug (the same settings as ``tests/audit``); ``--match TEXT`` (repeatable,
+case-insensitive) keeps only the rows whose label contains one of the texts.
 
 With ``--dropout``: the dropout attack's effective ε against the adversary's budget,
 as a table and ``docs/figures/threat-dca-dropout-attack.png``.
 
-    python benchmarks/bench_audit.py [--claims | --dropout]
+    python benchmarks/bench_audit.py [--claims [--match TEXT ...] | --dropout]
 """
 
 from __future__ import annotations
@@ -118,8 +119,142 @@ def _example(name: str, **changes: Any) -> Any:
     return scenario_from_dict(data)
 
 
-def _claims_rows() -> list[tuple[str, Any, int, Callable[[], Any] | None]]:
-    """(label, scenario, trials, bug injector or None)."""
+#: tests/audit/test_summarization_audit.py's MWEM settings: ε_v = 1, one iteration, d = 8.
+MWEM = {"epsilon_validation": 1.0, "t_init": 1, "dimension": 8}
+
+#: A row of the claims table: (label, scenario, trials, bug injector or None, release).
+ClaimsRow = tuple[str, Any, int, Callable[[], Any] | None, str | None]
+
+
+def _new_rows() -> list[ClaimsRow]:
+    """The integer-noise SecAgg and summarization rows (issue 23), correct and with the
+    bugs of their tests."""
+    from privsim.kit.intnoise import rounding
+    from privsim.protocols.secagg import run as secagg_run
+    from privsim.protocols.secagg.audit import small_audit_scenario
+    from privsim.protocols.summarization import auction, mwem
+    from privsim.protocols.summarization.mwem import MarginalMwem
+
+    def unscaled() -> Any:
+        def sensitivity(clip: float, scale: float, d: int, beta: float, **kw: Any) -> Any:
+            return rounding.integer_sensitivity(clip, 1.0, d, beta, **kw)
+
+        return setattr(secagg_run, "kit_sensitivity", sensitivity)
+
+    correct_skellam = secagg_run.sample_skellam
+
+    def halved_skellam() -> Any:
+        return setattr(
+            secagg_run, "sample_skellam", lambda rng, mu, size: correct_skellam(rng, mu / 4, size)
+        )
+
+    correct_run, correct_measure = MarginalMwem.run, mwem.measure
+
+    def understated_weights() -> Any:
+        def run(
+            self: Any, target: Any, q: int, it: int, eps: float, sens: float, rng: Any, **kw: Any
+        ) -> Any:
+            return correct_run(self, target, q, it, eps, sens / 2, rng, **kw)
+
+        return setattr(MarginalMwem, "run", run)
+
+    def halved_measurement() -> Any:
+        return setattr(
+            mwem, "measure", lambda t, i, eps, sens, rng: correct_measure(t, i, eps, sens / 2, rng)
+        )
+
+    correct_coins = auction.ask_probabilities
+
+    def doubled_coins() -> Any:
+        return setattr(
+            auction, "ask_probabilities", lambda k, eps, v="private": correct_coins(k, 2 * eps, v)
+        )
+
+    skellam12 = {
+        "population.clients": 12,
+        "secagg.tolerated": 0,
+        "secagg.threshold": 7,
+        "threat.colluding_clients": 0,
+        "privacy.epsilon": 2.0,
+    }
+    mwem_scenario = _example("summarization", summarization=MWEM)
+    return [
+        ("secagg DDG (example: N = 12, T = 2, d = 4)", _example("secagg"), 1_000_000, None, None),
+        (
+            "secagg Skellam (example, noise = skellam)",
+            _example("secagg", secagg={"noise": "skellam"}),
+            1_000_000,
+            None,
+            None,
+        ),
+        (
+            "summarization MWEM choice (ε_v = 1, d = 8)",
+            mwem_scenario,
+            1_000_000,
+            None,
+            "mwem-choice",
+        ),
+        (
+            "summarization MWEM measurement (ε_v = 1)",
+            mwem_scenario,
+            1_000_000,
+            None,
+            "mwem-measurement",
+        ),
+        (
+            "summarization auction (example: K = 3)",
+            _example("summarization"),
+            1_000_000,
+            None,
+            None,
+        ),
+        (
+            "BUG secagg DDG Δ₂ without the scale 2^f, f = 3 (true ε ≈ 3.4)",
+            small_audit_scenario("discrete_gaussian", **{"secagg.fraction_bits": 3}),
+            1_000_000,
+            unscaled,
+            None,
+        ),
+        (
+            "BUG secagg Skellam Δ₂ without the scale 2^f, f = 3 (true ε ≈ 3.4)",
+            small_audit_scenario("skellam", **{"secagg.fraction_bits": 3}),
+            1_000_000,
+            unscaled,
+            None,
+        ),
+        (
+            "BUG secagg Skellam shares at half the scale, N = 12 (true ε ≈ 3.8)",
+            small_audit_scenario("skellam", **skellam12),
+            1_000_000,
+            halved_skellam,
+            None,
+        ),
+        (
+            "BUG summarization MWEM weights with Δ/2 (true ε 2)",
+            mwem_scenario,
+            1_000_000,
+            understated_weights,
+            "mwem-choice",
+        ),
+        (
+            "BUG summarization MWEM measurement at half the noise (true ε 2)",
+            mwem_scenario,
+            1_000_000,
+            halved_measurement,
+            "mwem-measurement",
+        ),
+        (
+            "BUG summarization private coins at 2·ε_auc (true ε 1.0)",
+            _example("summarization"),
+            1_000_000,
+            doubled_coins,
+            None,
+        ),
+    ]
+
+
+def _claims_rows() -> list[ClaimsRow]:
+    """(label, scenario, trials, bug injector or None, release or None)."""
     from privsim.kit.securesum import maths as dca_maths
     from privsim.protocols.bcd import maths as bcd_maths
     from privsim.protocols.race import experiment as race_experiment
@@ -163,36 +298,45 @@ def _claims_rows() -> list[tuple[str, Any, int, Callable[[], Any] | None]]:
     }
     bcd60 = {"seed": 3, "privacy": {"epsilon": 8.0}, "bcd": {"records": 60, "iterations": 1}}
     return [
-        ("dca (example: N = 30, T = 3)", _example("dca"), 1_000_000, None),
-        ("dca, 15 of 20 colluding, T = 15", _example("dca", **colluding), 1_000_000, None),
-        ("trusted_aggregator (example)", _example("trusted_aggregator"), 1_000_000, None),
-        ("race dca/Laplace (example)", _example("race"), 200_000, None),
-        ("race dca/Gaussian", _example("race", race={"noise": "gaussian"}), 1_000_000, None),
-        ("race local", _example("race", race={"mode": "local"}), 1_000_000, None),
-        ("race curator", _example("race", race={"mode": "curator"}), 1_000_000, None),
-        ("blr DDP (example)", _example("blr"), 1_000_000, None),
-        ("blr TA", _example("blr", blr={"methods": ["TA"]}), 1_000_000, None),
+        ("dca (example: N = 30, T = 3)", _example("dca"), 1_000_000, None, None),
+        ("dca, 15 of 20 colluding, T = 15", _example("dca", **colluding), 1_000_000, None, None),
+        ("trusted_aggregator (example)", _example("trusted_aggregator"), 1_000_000, None, None),
+        ("race dca/Laplace (example)", _example("race"), 200_000, None, None),
+        ("race dca/Gaussian", _example("race", race={"noise": "gaussian"}), 1_000_000, None, None),
+        ("race local", _example("race", race={"mode": "local"}), 1_000_000, None, None),
+        ("race curator", _example("race", race={"mode": "curator"}), 1_000_000, None, None),
+        ("blr DDP (example)", _example("blr"), 1_000_000, None, None),
+        ("blr TA", _example("blr", blr={"methods": ["TA"]}), 1_000_000, None, None),
         (
             "bcd, N = 1000, ε_step = 0.5",
             _example("bcd", privacy={"epsilon": 1.0}, bcd={"records": 1000, "iterations": 1}),
             1_000_000,
             None,
+            None,
         ),
-        ("bcd, N = 60, ε_step = 4", _example("bcd", **bcd60), 1_000_000, None),
-        ("bcd (example: N = 200, ε_step = 0.25)", _example("bcd"), 1_000_000, None),
+        ("bcd, N = 60, ε_step = 4", _example("bcd", **bcd60), 1_000_000, None, None),
+        ("bcd (example: N = 200, ε_step = 0.25)", _example("bcd"), 1_000_000, None, None),
         (
             "BUG dca σ/√N, 15 of 20 colluding (true ε 2.15)",
             _example("dca", **colluding),
             1_000_000,
             unscaled,
+            None,
         ),
         (
             "BUG race b = R/(N·ε), N = 10 (true ε 2.0)",
             _example("race", **tiny),
             1_000_000,
             by_records,
+            None,
         ),
-        ("BUG bcd prose ξ/ε_step, N = 60, ε_step = 4", _example("bcd", **bcd60), 1_000_000, prose),
+        (
+            "BUG bcd prose ξ/ε_step, N = 60, ε_step = 4",
+            _example("bcd", **bcd60),
+            1_000_000,
+            prose,
+            None,
+        ),
         (
             "BUG race curator colluding, ledger trusts nobody (true ε ∞)",
             _example(
@@ -200,15 +344,19 @@ def _claims_rows() -> list[tuple[str, Any, int, Callable[[], Any] | None]]:
             ),
             1_000_000,
             forgets_curator,
+            None,
         ),
+        *_new_rows(),
     ]
 
 
-def claims() -> None:
-    """The audit table: claimed ε against the 95 % lower bound."""
+def claims(match: list[str] | None = None) -> None:
+    """The audit table: claimed ε against the 95 % lower bound (``match``: only the rows
+    whose label contains one of these texts, case-insensitive)."""
     import importlib
 
     from privsim.audit import audit
+    from privsim.protocols.summarization.mwem import MarginalMwem
 
     warnings.simplefilter("ignore")
     print("| release | claimed ε (δ) | 95 % lower bound | trials per side | seconds |")
@@ -218,13 +366,20 @@ def claims() -> None:
         "privsim.protocols.bcd.maths",
         "privsim.protocols.race.private",
         "privsim.protocols.race.experiment",
+        "privsim.protocols.secagg.run",
+        "privsim.protocols.summarization.auction",
+        "privsim.protocols.summarization.mwem",
     ]
     saved = {m: dict(vars(importlib.import_module(m))) for m in modules}
-    for label, scenario, trials, bug in _claims_rows():
+    saved_run = MarginalMwem.run  # a bug patches the class, not its module
+    wanted = [m.lower() for m in match or []]
+    for label, scenario, trials, bug, release in _claims_rows():
+        if wanted and not any(m in label.lower() for m in wanted):
+            continue
         if bug is not None:
             bug()
         try:
-            r = audit(scenario, trials, seed=1)
+            r = audit(scenario, trials, seed=1, release=release)
             print(
                 f"| {label} | {r.claimed_epsilon:.3g} ({r.claimed_delta:g}) | "
                 f"{r.lower_bound:.3g}{' **exceeds**' if r.exceeds_claim else ''} | "
@@ -234,6 +389,7 @@ def claims() -> None:
         finally:
             for m, names in saved.items():
                 vars(importlib.import_module(m)).update(names)
+            MarginalMwem.run = saved_run  # type: ignore[method-assign]
 
 
 def dropout(figure: str = "docs/figures/threat-dca-dropout-attack.png") -> None:
@@ -287,11 +443,22 @@ def dropout(figure: str = "docs/figures/threat-dca-dropout-attack.png") -> None:
 
 
 if __name__ == "__main__":
-    import sys
+    import argparse
 
-    if "--claims" in sys.argv[1:]:
-        claims()
-    elif "--dropout" in sys.argv[1:]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--claims", action="store_true", help="the audit table")
+    mode.add_argument("--dropout", action="store_true", help="the dropout attack's table")
+    parser.add_argument(
+        "--match",
+        action="append",
+        metavar="TEXT",
+        help="with --claims: only rows whose label contains TEXT (repeatable)",
+    )
+    args = parser.parse_args()
+    if args.claims:
+        claims(args.match)
+    elif args.dropout:
         dropout()
     else:
         main()

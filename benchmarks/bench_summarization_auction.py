@@ -4,7 +4,7 @@ MMD² of the summary to D_v, the owners' points the curator accessed, the summar
 and the epochs that added no point, as medians with 95 % percentile-bootstrap intervals
 (:mod:`privsim.kit.stats`) over ``--seeds`` seeds, and the paired ratio of medians
 (private / paper; the two runs of a seed share the split, h1 and the MWEM noise, only
-the coins differ). Prints the Markdown table of ``docs/summarization.md``, "Private
+the coins differ). Prints the Markdown table of ``docs/reproductions/summarization-details.md``, "Private
 against paper coins".
 
     python benchmarks/bench_summarization_auction.py [--seeds 100] [--workers 2]
@@ -38,7 +38,7 @@ def _one(job: tuple[str, int]) -> dict[str, Any]:
         builtin_scenario("summarization").to_dict(),
         {
             "summarization.auction": auction,
-            "summarization.auction_epsilon": 0.5,  # the figures in docs/summarization.md
+            "summarization.auction_epsilon": 0.5,  # the figures in docs/reproductions/summarization-details.md
             "summarization.baselines": False,
             "network.encryption": "none",
             "privacy.on_overspend": "allow",

@@ -512,7 +512,7 @@ def statistics(df: Any) -> str:
 
 
 def readme_tables(df: Any, dropout: float = 0.1) -> str:
-    """The README's two compact tables at one dropout level: bytes per client per design
+    """The two compact tables of docs/reproductions/secagg.md at one dropout level: bytes per client per design
     at each (N, d) of part 1, and part 2's outcomes per design and block (medians with
     95% bootstrap intervals)."""
     scale = df[(df["block"] == "scale") & (df["dropout"] == dropout)]
@@ -744,7 +744,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("results", nargs="+", help="the studies' results directories")
     parser.add_argument("--figures", default="", help="directory for secagg-*.png")
     parser.add_argument(
-        "--readme", action="store_true", help="print only the README's compact tables"
+        "--readme",
+        action="store_true",
+        help="print only the compact tables of docs/reproductions/secagg.md",
     )
     args = parser.parse_args(argv)
     df = frame(*args.results)

@@ -3,6 +3,11 @@ check a scenario against its golden result (:func:`check_golden`, :func:`assert_
 
 ``run(scenario, seed)`` is the one way to run anything: it looks the scenario's protocol
 up in the registry and calls its run function, a pure function of (scenario, seed).
+
+Work past privsim's limits (:mod:`privsim.limits`: long lists in a scenario, large
+grids, long estimated times) is refused before it starts with a named error; ``with
+allowing_large():`` (or ``allow_large=True`` on :func:`sweep`, :func:`load_study` and
+``privsim.audit.audit``) goes ahead, as ``--allow-large`` does on the command line.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from privsim import registry
 from privsim.golden import GoldenMismatch, GoldenReport, assert_golden, check_golden
+from privsim.limits import WorkLimitError, allowing_large
 from privsim.runs import ResultError, nan_field, run, validate
 from privsim.scenarios.loader import builtin_scenario, load_scenario
 from privsim.scenarios.schema import Scenario
+from privsim.shadowing import check as _check_shadowing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,10 +30,14 @@ if TYPE_CHECKING:
     from privsim.studies.study import Study
     from privsim.studies.sweep import SweepSummary
 
+_check_shadowing()  # a folder named privsim imported in this package's place: say so
+
 __all__ = [
     "GoldenMismatch",
     "GoldenReport",
     "ResultError",
+    "WorkLimitError",
+    "allowing_large",
     "assert_golden",
     "builtin_scenario",
     "check_golden",
@@ -47,11 +58,13 @@ def list_protocols() -> dict[str, str]:
     return {name: spec.summary for name, spec in registry.specs().items()}
 
 
-def load_study(path: str | Path) -> Study:
-    """Read and validate a study TOML (every cell is checked before any work)."""
+def load_study(path: str | Path, *, allow_large: bool = False) -> Study:
+    """Read and validate a study TOML (every cell is checked before any work);
+    ``allow_large``: past the limits on cells and tasks (as ``--allow-large``)."""
     from privsim.studies.study import load_study as _load
 
-    return _load(path)
+    with allowing_large(allow_large):
+        return _load(path)
 
 
 def sweep(
@@ -60,13 +73,16 @@ def sweep(
     *,
     scheduler: str | None = None,
     workers: int | None = None,
+    allow_large: bool = False,
 ) -> SweepSummary:
-    """Run a study into the results directory ``out`` (resuming what is there)."""
+    """Run a study into the results directory ``out`` (resuming what is there);
+    ``allow_large``: past privsim's work limits (as ``--allow-large``; memory aside)."""
     from privsim.studies.sweep import sweep as _sweep
 
-    if not hasattr(study, "tasks"):
-        study = load_study(study)  # type: ignore[arg-type]
-    return _sweep(study, out, scheduler=scheduler, workers=workers)  # type: ignore[arg-type]
+    with allowing_large(allow_large):
+        if not hasattr(study, "tasks"):
+            study = load_study(study)  # type: ignore[arg-type]
+        return _sweep(study, out, scheduler=scheduler, workers=workers)  # type: ignore[arg-type]
 
 
 def load_results(directory: str | Path) -> pd.DataFrame:

@@ -16,6 +16,7 @@ __all__ = ["main"]
 def _cmd_run(args: argparse.Namespace) -> int:
     from privsim.analysis.report import format_report
     from privsim.api import run
+    from privsim.outputs import check_output_folder
     from privsim.overrides import scenario_hash
     from privsim.progress import working
     from privsim.results import write_json_atomic
@@ -23,6 +24,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     scenario = _scenario_with_settings(args)
     if args.encryption:
         scenario = scenario.replace({"network.encryption": args.encryption})
+    check_output_folder(args.out, "--out directory")  # before the run, not after it
     seed = scenario.seed if args.seed is None else args.seed
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -47,11 +49,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _scenario_with_settings(args: argparse.Namespace) -> Any:
-    """The scenario of ``args.scenario`` (the quickstart when omitted) with ``--set``."""
+    """The scenario of ``args.scenario`` — a file, or a built-in scenario's name
+    (:func:`~privsim.scenarios.scenario_path`); the quickstart when omitted — with
+    ``--set``."""
     from privsim.overrides import apply_settings, parse_settings
-    from privsim.scenarios import builtin_scenario_path, load_scenario
+    from privsim.scenarios import builtin_scenario_path, load_scenario, scenario_path
 
-    path = Path(args.scenario) if args.scenario else builtin_scenario_path("quickstart")
+    path = scenario_path(args.scenario) if args.scenario else builtin_scenario_path("quickstart")
     return apply_settings(load_scenario(path), parse_settings(args.set or []))
 
 
@@ -67,8 +71,9 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
 EXIT_CODES = """exit status:
-  0    done (a released run, a matching check)
-  1    check / replay: the result differs from the stored one (each field is printed)
+  0    done (a released run, a matching check, every contract check passed)
+  1    check / replay: the result differs from the stored one (each field is printed);
+       check-protocol: a contract check failed (each failing check is named)
   2    invalid input, or a mechanism refused over its budget (privacy.on_overspend)
   3    run: the achieved privacy guarantee is not met (see --allow-overspend)
   4    run: the run aborted, nothing released (see --allow-abort)
@@ -149,7 +154,9 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
         sys.stdout.write(f"# The example scenario of protocol {args.name!r}\n")
         sys.stdout.write(tomli_w.dumps(dict(example)))
         return 0
-    sys.stdout.write(builtin_scenario_path(args.name).read_text(encoding="utf-8"))
+    from privsim.inputs import read_input_text
+
+    sys.stdout.write(read_input_text(builtin_scenario_path(args.name), "built-in scenario"))
     return 0
 
 
@@ -166,19 +173,33 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from privsim.api import validate
     from privsim.scenarios.checks import format_bytes, format_seconds
 
-    # Everything `run` checks before it starts: fields, party ids, memory, and the
-    # protocol's preflight (a data set's files and columns).
-    scenario = validate(_scenario_with_settings(args))
+    # Everything `run` checks before it starts: fields, party ids, memory, the
+    # protocol's preflight (a data set's files and columns) and its privacy budget,
+    # planned as the run charges it (refused with run's message and exit status 2).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scenario = validate(_scenario_with_settings(args))
+    for w in caught:
+        print(f"privsim: warning: {w.message}", file=sys.stderr)
     changed = f" with {len(args.set)} --set" if args.set else ""
-    print(f"{args.scenario}{changed}: valid scenario '{scenario.name}' ({scenario.protocol})")
-    footprint = registry.get(scenario.protocol).footprint
+    spec = registry.get(scenario.protocol)
+    if spec.plan is None:
+        print(
+            f"{args.scenario}{changed}: scenario '{scenario.name}' ({scenario.protocol}) passes "
+            f"every check but its privacy budget, checked at run time: protocol "
+            f"{scenario.protocol!r} declares no plan of its ledger"
+        )
+    else:
+        print(f"{args.scenario}{changed}: valid scenario '{scenario.name}' ({scenario.protocol})")
+    footprint = spec.footprint
     if footprint is not None:
         estimate = footprint(scenario)
         if isinstance(estimate, tuple):
+            seconds = float(getattr(estimate, "seconds", 0.0))
             print(
-                f"  estimated peak memory {format_bytes(estimate[0])}, wall time "
-                f"{format_seconds(float(getattr(estimate, 'seconds', 0.0)))} on one core "
-                f"(order of magnitude; {estimate[2] if len(estimate) > 2 else ''})"
+                f"  estimated peak memory {format_bytes(estimate[0])}"
+                + (f", wall time {format_seconds(seconds)} on one core" if seconds else "")
+                + f" (order of magnitude; {estimate[2] if len(estimate) > 2 else ''})"
             )
     return 0
 
@@ -198,13 +219,34 @@ def _add_max_memory(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_allow_large(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="go ahead with work past privsim's limits (longer lists, more grid cells or "
+        "tasks, a longer estimated time); memory stays limited (--max-memory)",
+    )
+
+
 def _apply_max_memory(args: argparse.Namespace) -> None:
-    """``--max-memory`` and ``--max-time`` become $PRIVSIM_MAX_MEMORY and
-    $PRIVSIM_MAX_SECONDS, which every scenario validation reads (and the sweep's worker
-    processes inherit)."""
+    """``--max-memory``, ``--max-time`` and ``--allow-large`` become $PRIVSIM_MAX_MEMORY,
+    $PRIVSIM_MAX_SECONDS and $PRIVSIM_ALLOW_LARGE, which every scenario validation reads
+    (and the sweep's worker processes inherit); ``run --workers`` becomes
+    $PRIVSIM_ROUND_PROCESSES, checked against this machine's cores."""
     import os
 
+    from privsim.limits import ALLOW_LARGE_ENV
     from privsim.scenarios.checks import MAX_MEMORY_ENV, MAX_TIME_ENV, parse_bytes, parse_seconds
+
+    if getattr(args, "allow_large", False):
+        os.environ[ALLOW_LARGE_ENV] = "1"
+    if args.command == "run" and args.workers is not None:
+        from privsim.sim.workers import ENV as ROUND_PROCESSES
+        from privsim.studies.executors import check_workers
+
+        os.environ[ROUND_PROCESSES] = str(
+            check_workers(args.workers, default="for the usable cores, at most 4")
+        )
 
     value = getattr(args, "max_memory", None)
     if value:
@@ -284,18 +326,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from privsim.studies.report import write_report
 
     if args.html:  # first: the page needs no PNG
-        import json
-
         from privsim.analysis.html import write_html
-        from privsim.scenarios.loader import read_input_text
         from privsim.studies.store import load
+        from privsim.studies.sweep import STUDY_FILE, read_study_file
 
-        study_file = Path(args.results) / "study.json"
-        text = read_input_text(study_file, "study description") if study_file.exists() else "{}"
-        study = json.loads(text)
+        # guarded: a FIFO, a list, a deep nesting in study.json is a named error
+        study = read_study_file(Path(args.results) / STUDY_FILE, missing_ok=True)
         page = write_html(
             load(args.results),
-            Path(args.results) / "report" / "index.html",
+            "report/index.html",  # a report/ linked out of the results directory is refused
+            within=args.results,
             study=study,
             results_dir=args.results,
         )
@@ -307,8 +347,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from privsim.audit import audit
+    from privsim.outputs import check_output_folder
     from privsim.results import write_json_atomic
-    from privsim.scenarios import load_scenario
+    from privsim.scenarios import load_scenario, scenario_path
     from privsim.studies.executors import check_workers
 
     if args.scheduler in (None, "local"):  # a remote cluster has its own workers
@@ -318,7 +359,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             f"--trials {args.trials}: an audit needs at least 4 trials per side; "
             "use --trials 100000 or more for a bound that can approach the claim"
         )
-    scenario = load_scenario(args.scenario)
+    scenario = load_scenario(scenario_path(args.scenario))
+    check_output_folder(args.out, "--out directory")  # before the trials, not after them
     seed = scenario.seed if args.seed is None else args.seed
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # calibration warnings belong to `privsim run`
@@ -330,9 +372,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             full_runs=args.full_runs,
+            release=args.release,
         )
     t = result.test
-    print(f"audit of {scenario.name} ({scenario.protocol}), {args.trials} trials on each of D, D′")
+    what = scenario.protocol + (f", release {args.release}" if args.release else "")
+    print(f"audit of {scenario.name} ({what}), {args.trials} trials on each of D, D′")
     print(f"  neighbours: {result.neighbours}")
     print(f"  statistic:  {result.statistic}")
     print(f"  claimed epsilon  {result.claimed_epsilon:.4g} at delta {result.claimed_delta:g}")
@@ -355,7 +399,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             f"use --trials {needed} or more",
             file=sys.stderr,
         )
-    name = f"audit-{scenario.name}-seed{seed}-trials{args.trials}.json"
+    release = f"-{args.release}" if args.release else ""
+    name = f"audit-{scenario.name}{release}-seed{seed}-trials{args.trials}.json"
     out = write_json_atomic(name, {"rows": [result.row()]}, within=args.out)
     print(f"Rows {out}")
     return EXIT_NOT_MET if result.exceeds_claim else 0
@@ -416,11 +461,42 @@ def _pattern_values(options: list[str], flag: str) -> dict[str, float]:
     return out
 
 
+#: Exit status of `check-protocol` when a contract check failed.
+EXIT_CHECKS_FAILED = 1
+
+
+def _cmd_check_protocol(args: argparse.Namespace) -> int:
+    from privsim import registry
+    from privsim.testing import CheckResult, check_protocol
+
+    spec = registry.get(args.name)  # an unknown name: exit 2, naming the registered ones
+
+    def show(result: CheckResult) -> None:
+        print(result, flush=True)
+
+    print(f"privsim check-protocol {spec.name}: the contract on its example scenario")
+    results = check_protocol(spec, report=show)
+    failed = [r.name for r in results if r.status == "fail"]
+    skipped = sum(r.status == "skip" for r in results)
+    print(
+        f"{spec.name}: {len(results) - len(failed) - skipped} passed, {len(failed)} failed, "
+        f"{skipped} skipped (not applicable)"
+    )
+    if failed:
+        print(f"privsim: {spec.name} fails the checks {', '.join(failed)}", file=sys.stderr)
+        return EXIT_CHECKS_FAILED
+    return 0
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from privsim.golden import UnmatchedPatternWarning, check_golden, parse_tolerances
     from privsim.progress import working
 
     scenario = _scenario_with_settings(args)
+    if args.update:  # the golden file's directory, before the run
+        from privsim.outputs import check_output_folder
+
+        check_output_folder(Path(args.golden).parent, "directory of the golden file")
     tolerances = parse_tolerances(
         _pattern_values(args.rel or [], "--rel"), _pattern_values(args.abs or [], "--abs")
     )
@@ -460,6 +536,13 @@ def _unmatched_option(warning: Any, args: argparse.Namespace) -> str:
     return f"{' and '.join(options)}: the pattern {pattern!r} {warning.detail}"
 
 
+#: What a command's scenario argument may be (resolved by `privsim.scenarios.scenario_path`).
+SCENARIO_HELP = (
+    "scenario TOML file, or the name of a built-in scenario (see 'privsim scenario'); "
+    "a file of that name in the current folder wins"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="privsim",
@@ -475,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run_p.add_argument("scenario", nargs="?", help="scenario TOML file (omit for the quickstart)")
+    run_p.add_argument("scenario", nargs="?", help=f"{SCENARIO_HELP} (omit for the quickstart)")
     run_p.add_argument("--seed", type=int, help="root seed (default: the scenario's seed)")
     run_p.add_argument(
         "--out", default="results", help="directory for the JSON result (default: results)"
@@ -493,9 +576,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 even when the run aborts (default: exit 4), e.g. in a study of aborts",
     )
+    run_p.add_argument(
+        "--workers",
+        type=int,
+        help="worker processes of the run's share rounds (default: $PRIVSIM_ROUND_PROCESSES, "
+        "else the usable cores, at most 4; at most 4 per core; 1 keeps the run in one process)",
+    )
     _add_set(run_p)
     _add_progress(run_p)
     _add_max_memory(run_p)
+    _add_allow_large(run_p)
     run_p.set_defaults(func=_cmd_run)
     sc_p = sub.add_parser("scenario", help="print a built-in scenario's TOML (to copy and edit)")
     sc_p.add_argument("name", nargs="?", help="built-in scenario name; omit to list them")
@@ -527,6 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_set(sw_p, "the study's base scenario")
     _add_progress(sw_p)
     _add_max_memory(sw_p)
+    _add_allow_large(sw_p)
     sw_p.set_defaults(func=_cmd_sweep)
     rep_p = sub.add_parser("report", help="summary tables (Markdown) and figures (PNG) of a study")
     rep_p.add_argument("results", help="results directory of 'privsim sweep'")
@@ -540,6 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp_p = sub.add_parser("replay", help="run one stored replication again and compare")
     rp_p.add_argument("row_id", help="row id (the 'row_id' column)")
     rp_p.add_argument("--out", default="results", help="results directory holding the row")
+    _add_allow_large(rp_p)
     rp_p.set_defaults(func=_cmd_replay)
     pr_p = sub.add_parser("protocols", help="list the registered protocols (built-in and plug-ins)")
     pr_p.set_defaults(func=_cmd_protocols)
@@ -551,7 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(Clopper-Pearson, Jagielski et al. 2020); the rows go to --out. Exit status 3 "
         "when the lower bound exceeds the claim.",
     )
-    au_p.add_argument("scenario", help="scenario TOML file")
+    au_p.add_argument("scenario", help=SCENARIO_HELP)
     au_p.add_argument("--trials", type=int, required=True, help="trials on each of D and D′")
     au_p.add_argument("--out", default="results", help="directory for the rows (default: results)")
     au_p.add_argument(
@@ -569,11 +661,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one end-to-end protocol run per trial (slow; the protocols that have them)",
     )
+    au_p.add_argument(
+        "--release",
+        metavar="NAME",
+        help="which release to audit, for a protocol that audits several (default: its "
+        "first; an unknown name lists them)",
+    )
+    _add_max_memory(au_p)
+    _add_allow_large(au_p)
     au_p.set_defaults(func=_cmd_audit)
     val_p = sub.add_parser("validate", help="check a scenario file and report the first error")
-    val_p.add_argument("scenario")
+    val_p.add_argument("scenario", help=SCENARIO_HELP)
     _add_set(val_p)
     _add_max_memory(val_p)
+    _add_allow_large(val_p)
     val_p.set_defaults(func=_cmd_validate)
     ck_p = sub.add_parser(
         "check",
@@ -586,7 +687,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ck_p.add_argument("scenario", help="scenario TOML file")
+    ck_p.add_argument("scenario", help=SCENARIO_HELP)
     ck_p.add_argument("--golden", required=True, metavar="FILE", help="golden result (JSON)")
     ck_p.add_argument(
         "--update", action="store_true", help="write or rewrite the golden file from this run"
@@ -615,7 +716,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_set(ck_p)
     _add_progress(ck_p)
     _add_max_memory(ck_p)
+    _add_allow_large(ck_p)
     ck_p.set_defaults(func=_cmd_check)
+    cp_p = sub.add_parser(
+        "check-protocol",
+        help="run the protocol contract checks on a registered protocol (e.g. a plug-in)",
+        description="Run every contract check (privsim.testing) on the registered protocol\n"
+        "NAME, on its spec's example scenario: one line per check, PASS, FAIL with its\n"
+        "message, or SKIP with why it does not apply. Exit status 0 only when no check fails.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cp_p.add_argument("name", help="protocol name (see 'privsim protocols')")
+    cp_p.set_defaults(func=_cmd_check_protocol)
     return parser
 
 
@@ -640,6 +753,11 @@ def _add_progress(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from privsim.shadowing import check
+
+    shadowed = check(warn=False)  # python -m privsim in the folder holding a clone
+    if shadowed:
+        print(f"privsim: warning: {shadowed}", file=sys.stderr)
     try:
         return _main(argv)
     except KeyboardInterrupt as exc:  # one line, no traceback; a sweep keeps its rows

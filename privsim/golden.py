@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from privsim.inputs import Shape
 from privsim.kit.result import jsonable, without_timing
 
 if TYPE_CHECKING:
@@ -138,13 +139,52 @@ def _segments(path: str) -> tuple[str, ...]:
     return tuple(s for s in _SPLIT.split(path) if s)
 
 
+def _pattern(text: Any, kind: str = "pattern") -> tuple[str, ...]:
+    """A user's pattern as its segments, runs of ``**`` as one (``**.**`` matches what
+    ``**`` does); a pattern that is not text is a :class:`GoldenError` naming it."""
+    if not isinstance(text, str):
+        shown = _show(text) if isinstance(text, int | float | bool | type(None)) else "a value"
+        raise GoldenError(
+            f"{kind} pattern {shown} is {type(text).__name__}, not text: a pattern is a dotted "
+            "field path such as 'accuracy.*' or 'communication.duration' (a string in JSON)"
+        )
+    out: list[str] = []
+    for segment in _segments(text):
+        if not (segment == "**" and out and out[-1] == "**"):
+            out.append(segment)
+    return tuple(out)
+
+
 def _matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not path
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_matches(rest, path[i:]) for i in range(len(path) + 1))
-    return bool(path) and head in ("*", path[0]) and _matches(rest, path[1:])
+    """Whether ``path`` matches ``pattern`` (``*``: one segment, ``**``: any number),
+    by stepping the set of pattern positions reachable after each path segment: time
+    O(len(pattern) · len(path)), without backtracking, whatever the pattern."""
+    fixed = sum(1 for s in pattern if s != "**")
+    if fixed > len(path):  # each segment but ** takes one of the path's
+        return False
+    if fixed == len(pattern):  # no **: segment by segment
+        same = len(pattern) == len(path)
+        return same and all(p in ("*", s) for p, s in zip(pattern, path, strict=True))
+    end = len(pattern)
+
+    def closure(positions: set[int]) -> set[int]:  # ** may match no segment at all
+        return positions | {i + 1 for i in positions if i < end and pattern[i] == "**"}
+
+    positions = closure({0})
+    for segment in path:
+        after = set()
+        for i in positions:
+            if i == end:
+                continue
+            head = pattern[i]
+            if head == "**":
+                after.add(i)  # ** takes this segment and may take more
+            elif head in ("*", segment):
+                after.add(i + 1)
+        positions = closure(after)
+        if not positions:
+            return False
+    return end in positions
 
 
 def _specificity(pattern: tuple[str, ...]) -> tuple[int, int]:
@@ -253,11 +293,22 @@ def _tolerance(pattern: str, value: Any) -> Tolerance:
 def _rules(
     tolerances: Mapping[str, Any] | None, ignore: Sequence[str], default: Tolerance
 ) -> _Rules:
+    """The tolerance and ignore patterns, checked (each one text, the ignore patterns a
+    list and the tolerances a table: a :class:`GoldenError` otherwise)."""
+    if tolerances is not None and not isinstance(tolerances, Mapping):
+        raise GoldenError(
+            f"tolerances must be a table of pattern -> tolerance, got {type(tolerances).__name__}"
+        )
+    if isinstance(ignore, str | bytes) or not isinstance(ignore, Sequence):
+        raise GoldenError(
+            f"ignore must be a list of patterns, got {type(ignore).__name__}; write e.g. "
+            '["communication.duration"]'
+        )
     pairs = tuple(
-        (_segments(pattern), _tolerance(pattern, value))
+        (_pattern(pattern, "tolerance"), _tolerance(pattern, value))
         for pattern, value in (tolerances or {}).items()
     )
-    return _Rules(pairs, tuple(_segments(p) for p in ignore), default)
+    return _Rules(pairs, tuple(_pattern(p, "ignore") for p in ignore), default)
 
 
 def compare(
@@ -320,7 +371,7 @@ def _unmatched_detail(
 ) -> str | None:
     """Why the pattern ``text`` changes nothing in a result with ``paths``, or None when
     it matches a field (any field for ``ignore``, a value for a tolerance)."""
-    pattern = _segments(text)
+    pattern = _pattern(text, kind)
     hits = [leaf for path, leaf in paths if _matches(pattern, path)]
     if any(hits) or (hits and kind == "ignore"):
         return None
@@ -370,6 +421,19 @@ def format_differences(differences: Sequence[Difference], limit: int = SHOWN) ->
     return "\n".join(lines)
 
 
+#: What a golden file (or a result file read as one) must look like, as read.
+GOLDEN_SHAPE = Shape(
+    top=dict,
+    optional={
+        "privsim_golden": int,
+        "seed": (int, type(None)),
+        "tolerances": (dict, type(None)),
+        "ignore": (list, type(None)),
+        "result": dict,
+    },
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Golden:
     """A golden file's content."""
@@ -382,26 +446,28 @@ class Golden:
 
 def read_golden(path: str | Path) -> Golden:
     """A golden file (or a ``privsim run`` result file, read as one)."""
-    from privsim.scenarios.loader import InputFileError, read_input_text
+    from privsim.inputs import (
+        InputFileError,
+        InputKindError,
+        InputMissingError,
+        InputTooLargeError,
+        read_json,
+    )
 
     p = Path(path)
     try:
-        data = json.loads(read_input_text(p, "golden file"))
-    except FileNotFoundError:
+        data = read_json(p, "golden file", shape=GOLDEN_SHAPE)
+    except InputMissingError:
         raise GoldenError(
             f"no golden file {p}; write it with --update (privsim check), update=True "
             "(check_golden) or pytest --privsim-update-golden"
         ) from None
-    except InputFileError as exc:  # /dev/zero, a FIFO, a directory, a huge file
+    except (InputKindError, InputTooLargeError) as exc:  # /dev/zero, a FIFO, a directory
         raise GoldenError(
             f"{exc.problem}; give the path of a golden JSON file, or write one with --update"
         ) from None
-    except (OSError, ValueError, RecursionError) as exc:
-        raise GoldenError(
-            f"golden file {p} is unreadable ({type(exc).__name__}); rewrite it with --update"
-        ) from None
-    if not isinstance(data, dict):
-        raise GoldenError(f"golden file {p} is not a JSON object; rewrite it with --update")
+    except InputFileError as exc:  # unreadable, not UTF-8, not JSON, too deep, a list
+        raise GoldenError(f"{exc.problem}; rewrite it with --update") from None
     if "privsim_golden" not in data:  # a plain result file
         seed = data.get("seed")
         return Golden(seed if isinstance(seed, int) else None, without_timing(data))
@@ -444,7 +510,7 @@ def write_golden(
         "ignore": list(ignore),
         "result": _plain(result),
     }
-    return write_json_atomic(path, data)
+    return write_json_atomic(path, data, what="golden file")
 
 
 @dataclass(frozen=True, slots=True)
@@ -521,10 +587,14 @@ def _check_golden(
     stacklevel: int,
 ) -> GoldenReport:
     """:func:`check_golden`; ``stacklevel`` points a pattern's warning at the caller."""
+    from privsim.inputs import input_exists
     from privsim.runs import run
 
+    _rules(tolerances, ignore, DEFAULT_TOLERANCE)  # every pattern named before the run
+    if not str(golden):  # Path("") would be the current directory
+        raise GoldenError("the golden file is an empty path; give a file name, e.g. golden.json")
     path = Path(golden)
-    stored = None if update and not path.exists() else read_golden(path)
+    stored = None if update and not input_exists(path, "golden file") else read_golden(path)
     sc = _scenario(scenario)
     used_seed = (
         seed

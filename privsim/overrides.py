@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from privsim.inputs import InputFileError, InputSyntaxError, parse_toml
 from privsim.scenarios.errors import ScenarioError
 from privsim.scenarios.schema import Scenario
 
@@ -39,9 +39,9 @@ class SetError(ValueError):
 
 
 def _value(option: str, path: str, text: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    try:  # the guarded parser: depth and dotted keys bounded before tomllib sees them
+        parsed = parse_toml(f"v = {text}", "--set value")
+    except InputSyntaxError:
         if _BARE_WORD.fullmatch(text) and text not in ("true", "false"):
             return text
         raise SetError(
@@ -51,8 +51,17 @@ def _value(option: str, path: str, text: str) -> Any:
             'write a number (2.0), true/false, a quoted string ("none"), a list ([1, 2]) '
             'or an inline table ({ model = "constant", value = 0.01 })',
         ) from None
-    except RecursionError:
+    except InputFileError:  # nested too deeply (lists, tables or dotted keys)
         raise SetError(option, path, "the value nests too deeply", "give a plain value") from None
+    if list(parsed) != ["v"]:  # "2\nprivacy.delta=0.5": a second assignment, never dropped
+        extra = next(k for k in parsed if k != "v")
+        raise SetError(
+            option,
+            path,
+            f"the value holds more than one TOML assignment (a line break, then {extra!r}...)",
+            "give one value per --set, and each field its own --set",
+        )
+    return parsed["v"]
 
 
 def parse_settings(options: Sequence[str]) -> dict[str, Any]:

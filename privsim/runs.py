@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +20,10 @@ from privsim.kit.result import RunResult
 from privsim.scenarios.errors import FieldError, ScenarioError
 from privsim.scenarios.schema import Scenario
 
-__all__ = ["ResultError", "nan_field", "run", "validate"]
+if TYPE_CHECKING:
+    from privsim.sim.ledger import PrivacyLedger
+
+__all__ = ["ResultError", "nan_field", "plan", "run", "validate"]
 
 
 class ResultError(ValueError):
@@ -57,12 +60,32 @@ def run(scenario: Scenario, seed: int | None = None, *, preflight: bool = True) 
 
 def validate(scenario: Scenario) -> Scenario:
     """Run the protocol's preflight (the checks that read files: a data set's columns,
-    types and values); errors name the field. A scenario that passes runs."""
+    types and values; errors name the field), then plan its privacy budget as the run
+    will (:func:`plan`: a plan over budget raises the
+    :class:`~privsim.sim.ledger.BudgetExceededError` the run would). A scenario that
+    passes runs, unless its protocol declares no plan: its budget is checked when it
+    runs."""
     try:
         registry.get(scenario.protocol).preflight(scenario)
     except FieldError as exc:
         raise ScenarioError(exc.field, exc.problem, exc.fix) from None
+    plan(scenario)
     return scenario
+
+
+def plan(scenario: Scenario) -> PrivacyLedger | None:
+    """The ledger as the scenario's run charges it before anything runs, from the
+    protocol's own ``plan`` (:class:`~privsim.kit.spec.ProtocolSpec`); ``None`` when the
+    protocol declares none. Raises :class:`~privsim.sim.ledger.BudgetExceededError`,
+    with the run's message, exactly when the run would refuse the scenario over its
+    budget (under ``privacy.on_overspend = "warn"`` it warns, as the run does)."""
+    spec = registry.get(scenario.protocol)
+    if spec.plan is None:
+        return None
+    try:
+        return spec.plan(scenario)
+    except FieldError as exc:
+        raise ScenarioError(exc.field, exc.problem, exc.fix) from None
 
 
 def nan_field(value: Any, path: str = "", *, details_name: str = "details") -> str | None:

@@ -49,3 +49,11 @@ def make_scenario(**changes: Any) -> Scenario:
 @pytest.fixture
 def scenario_factory():
     return make_scenario
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The docs test's count of code blocks executed (tests/test_docs.py)."""
+    from tests.docs_blocks import TALLY_KEY
+
+    if TALLY_KEY in config.stash:
+        terminalreporter.write_line(config.stash[TALLY_KEY].line())

@@ -16,12 +16,10 @@ import datetime
 import json
 import math
 import os
-import signal
 import tomllib
 import warnings
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ from privsim.scenarios.errors import FieldError, ScenarioError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.ledger import BudgetExceededError
 from privsim.studies.study import StudyError, study_from_dict
+from tests.hostile_helpers import Hang, deadline
 
 ROOT = Path(__file__).resolve().parent.parent / "privsim"
 SCENARIO_FILES = sorted((ROOT / "scenarios").glob("*.toml"))
@@ -305,26 +304,6 @@ def _bad_files(tmp_path_factory: pytest.TempPathFactory) -> None:
 # -------------------------------------------------------------------------- outcome
 
 
-class Hang(BaseException):
-    """No outcome in time (a BaseException, so no ``except Exception`` can swallow it)."""
-
-
-@contextmanager
-def _deadline(seconds: int) -> Iterator[None]:
-    """A hang becomes a failure (SIGALRM; pytest runs tests in the main thread)."""
-
-    def _hang(signum: int, frame: Any) -> None:
-        raise Hang(f"no outcome within {seconds} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, _hang)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _names_something(exc: BaseException) -> bool:
     """The error names a field or a file."""
     text = str(exc)
@@ -355,7 +334,7 @@ def scenario_outcome(data: dict[str, Any]) -> str:
     """``named-error``, ``valid`` (not run: too large), ``valid-run``; anything else
     raises (``traceback``, ``unnamed``, ``silent-wrong``)."""
     try:
-        with _deadline(HANG_SECONDS):
+        with deadline(HANG_SECONDS):
             scenario = validate(Scenario.from_dict(data))
             if not _small(scenario):
                 return "valid"
@@ -375,7 +354,7 @@ def scenario_outcome(data: dict[str, Any]) -> str:
 
 def study_outcome(data: dict[str, Any]) -> str:
     try:
-        with _deadline(HANG_SECONDS):
+        with deadline(HANG_SECONDS):
             study_from_dict(data, ROOT / "studies", source="hostile")
     except NAMED as exc:
         assert _names_something(exc), f"unnamed: {type(exc).__name__}: {exc}"
@@ -424,7 +403,7 @@ def _study_inputs() -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
 
 CI = settings(
     max_examples=int(os.environ.get("PRIVSIM_HOSTILE_EXAMPLES", "600")),
-    deadline=None,  # a hang is caught by _deadline; wall times vary between machines
+    deadline=None,  # a hang is caught by deadline(); wall times vary between machines
     derandomize=True,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -525,7 +504,7 @@ def test_the_corpus_covers_every_shipped_file():
 def test_the_deadline_turns_a_hang_into_an_error():
     import time
 
-    with pytest.raises(Hang, match="hang"), _deadline(1):
+    with pytest.raises(Hang, match="hang"), deadline(1):
         time.sleep(5)
 
 

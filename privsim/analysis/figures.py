@@ -18,6 +18,7 @@ and legends and titles speak in words (the axis labels), not field paths.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from privsim.analysis.summary import (
     metrics_of,
     views_of,
 )
+from privsim.outputs import output_folder, write_bytes
 
 __all__ = ["SIZE_AXES", "StudyFigures", "draw_study"]
 
@@ -137,9 +139,12 @@ class StudyFigures:
             order = sorted(range(len(labels)), key=lambda i: labels[i] in MARKS)
             ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=legend_size)
         fig.tight_layout()
-        path = self.out / f"{_file_name(name)}.png"
-        fig.savefig(path, dpi=120)
+        png = io.BytesIO()  # rendered in memory, written by the guarded writer
+        fig.savefig(png, format="png", dpi=120)
         plt.close(fig)
+        path = write_bytes(
+            f"{_file_name(name)}.png", png.getvalue(), within=self.out, what="figure"
+        )
         self.drawn[path] = fig
         return path
 
@@ -497,7 +502,7 @@ def _varies(summary: Any, metric: str) -> bool:
 
 def draw_with(kit: StudyFigures) -> list[Path]:
     """:func:`draw_study` on a given kit (tests read ``kit.drawn``)."""
-    kit.out.mkdir(parents=True, exist_ok=True)
+    output_folder(kit.out, "figure directory")
     drawn: list[Path] = []
     for view in views_of(kit.frame):
         if view.figures is not None:

@@ -277,14 +277,18 @@ def render_html(frame: Any, *, results_dir: str, study: Mapping[str, Any] | None
 
 
 def write_html(
-    frame: Any, path: str | Path, *, results_dir: str, study: Mapping[str, Any] | None = None
+    frame: Any,
+    path: str | Path,
+    *,
+    results_dir: str,
+    study: Mapping[str, Any] | None = None,
+    within: str | Path | None = None,
 ) -> Path:
-    """Write the page (:func:`render_html`) to ``path`` (through a temporary file, so a
-    reader never sees half a page); returns it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the page (:func:`render_html`) to ``path`` through the guarded writer (a
+    temporary file and an atomic rename, so a reader never sees half a page); returns
+    it. With ``within``, ``path`` is relative to that directory, and a link on the way
+    that leads outside it (a ``report/`` linked elsewhere) is refused."""
+    from privsim.outputs import write_text
+
     page = render_html(frame, results_dir=results_dir, study=study)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(page, encoding="utf-8")
-    partial.replace(path)
-    return path
+    return write_text(path, page, within=within, what="report page")

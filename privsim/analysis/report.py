@@ -141,13 +141,31 @@ def outlier_lines(result: Mapping[str, Any], factor: float = OUTLIER_FACTOR) -> 
     return lines
 
 
+def _abort_lines(result: Mapping[str, Any], own: list[str]) -> list[str]:
+    """Why an aborted run released nothing (its abort's reason and detail), unless the
+    protocol's own section already says so on its ``Result`` line."""
+    if result.get("status") != "aborted":
+        return []
+    if any(line.startswith("Result") and "abort" in line.lower() for line in own):
+        return []
+    abort = result.get("abort") or {}
+    detail = abort.get("detail") or ""
+    return [
+        f"Result      ABORTED ({abort.get('reason') or 'no reason given'})"
+        + (f": {detail}" if detail else "")
+        + "; nothing was released"
+    ]
+
+
 def format_report(result: Mapping[str, Any]) -> str:
     """A compact multi-line summary of :meth:`privsim.kit.result.RunResult.to_dict`."""
     lines = [
         f"privsim {result['privsim_version']} — scenario '{result['scenario_name']}', "
         f"protocol {result['protocol']}, seed {result['seed']}"
     ]
-    lines += registry.get(result["protocol"]).report(result)
+    own = registry.get(result["protocol"]).report(result)
+    lines += own
+    lines += _abort_lines(result, own)
     lines += outlier_lines(result)
     lines += _privacy_line(result["privacy"]).split("\n")
     coalition = result.get("coalition") or {}

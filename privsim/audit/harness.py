@@ -25,7 +25,8 @@ import numpy.typing as npt
 from privsim import registry
 from privsim.audit.distinguish import Test, best_threshold, evaluate, split_halves
 from privsim.audit.worker import run_batch
-from privsim.kit.audit import AuditPlan, TrialBatch, TrialFn
+from privsim.kit.audit import AuditPlan, TrialBatch, TrialFn, plan_for
+from privsim.limits import AUDIT_BYTES_PER_TRIAL, WorkLimitError, allowing_large
 from privsim.scenarios.schema import Scenario
 from privsim.studies.executors import make_executor
 from privsim.studies.study import Task
@@ -55,6 +56,7 @@ class AuditResult:
     statistic: str
     coalition: tuple[str, ...]
     seconds: float
+    release: str = ""  # the audited release's name, for a protocol that audits several
 
     @property
     def exceeds_claim(self) -> bool:
@@ -84,19 +86,110 @@ class AuditResult:
             "neighbours": self.neighbours,
             "statistic": self.statistic,
             "coalition": list(self.coalition),
+            "release": self.release,
             "seconds": self.seconds,
         }
 
 
-def plan_of(scenario: Scenario) -> AuditPlan:
-    """The scenario's protocol's audit plan (a ValueError if it declares none)."""
+def plan_of(scenario: Scenario, release: str | None = None) -> AuditPlan:
+    """The scenario's protocol's audit plan (a ValueError if it declares none): of its
+    default release, or of the one named ``release`` (:class:`~privsim.kit.audit.AuditReleases`)."""
     audit_fn = registry.get(scenario.protocol).audit
     if audit_fn is None:
         raise ValueError(
             f"protocol {scenario.protocol!r} declares no audit plan; audit one of "
             f"{[s.name for s in registry.specs().values() if s.audit is not None]}"
         )
-    return audit_fn(scenario)
+    return plan_for(audit_fn, scenario, release)
+
+
+#: How long the pilot of :func:`audit_seconds` times the plan's trials: long enough to
+#: time a batch, short beside any audit worth refusing.
+PILOT_SECONDS = 0.05
+#: The test's cost per trial after the trials (splitting, sorting, counting): measured
+#: 4 s for 8·10⁶ trials per side of the Gaussian reference plan.
+ANALYSIS_SECONDS = 5e-7
+
+
+def audit_seconds(
+    plan: AuditPlan, scenario: Scenario | None, trials: int, *, full_runs: bool = False
+) -> float:
+    """Estimated seconds of ``trials`` trials on each side, in this process: with
+    ``full_runs``, two protocol runs per trial as the scenario's footprint estimates them;
+    otherwise (or with no footprint) from a pilot of the plan's own trials, batches of
+    1, 4, 16 ... until one takes :data:`PILOT_SECONDS` or reaches the plan's batch size:
+    the last two give a cost per trial and per batch, to which the test's
+    :data:`ANALYSIS_SECONDS` per trial is added (measured here under load: 10⁴ and 10⁵
+    trials of the quickstart's DCA release estimated at 2.7 s and 21 s, run in 1.9 s and
+    18 s)."""
+    fn, size = _trial_fn(plan, full_runs)
+    spec = registry.get(scenario.protocol) if scenario is not None else None
+    if full_runs and spec is not None and spec.footprint is not None:
+        seconds = float(getattr(spec.footprint(scenario), "seconds", 0.0))  # type: ignore[arg-type]
+        if seconds > 0:
+            return trials * (2 * seconds + ANALYSIS_SECONDS)
+
+    def timed(count: int) -> float:
+        batch = TrialBatch(seed=0, index=0, count=count)
+        started = time.perf_counter()
+        fn(scenario, batch, False)  # type: ignore[arg-type]
+        fn(scenario, batch, True)  # type: ignore[arg-type]
+        return time.perf_counter() - started
+
+    timed(1)  # warm up: first calls pay for imports and caches, not for trials
+    count, spent = 1, timed(1)
+    before = (0, 0.0)
+    while spent < PILOT_SECONDS and count < min(size, trials):
+        before = (count, spent)
+        count = min(size, trials, 4 * count)
+        spent = timed(count)
+    per_trial = (spent - before[1]) / (count - before[0])
+    if per_trial <= 0:  # timing noise: charge the whole batch to its trials
+        per_trial = spent / count
+    per_batch = max(0.0, spent - per_trial * count)
+    return math.ceil(trials / size) * per_batch + trials * (per_trial + ANALYSIS_SECONDS)
+
+
+def check_audit_work(
+    plan: AuditPlan,
+    scenario: Scenario | None,
+    trials: int,
+    *,
+    full_runs: bool = False,
+    workers: int | None = None,
+) -> None:
+    """Refuse, before any trial, an audit whose statistics would not fit in the memory
+    limit (:data:`~privsim.limits.AUDIT_BYTES_PER_TRIAL` per trial; ``--max-memory``)
+    or whose trials would take longer than the time limit (``--max-time``, a day by
+    default; lifted by ``--allow-large``): a :class:`~privsim.limits.WorkLimitError`
+    naming ``--trials``, the estimate and the number of trials that fits."""
+    from privsim.limits import allow_large
+    from privsim.scenarios.checks import format_bytes, format_seconds, memory_limit, time_limit
+
+    nbytes = AUDIT_BYTES_PER_TRIAL * trials
+    if nbytes > memory_limit():
+        fits = memory_limit() // AUDIT_BYTES_PER_TRIAL
+        raise WorkLimitError(
+            f"--trials {trials}",
+            f"the audit's statistics would need about {format_bytes(nbytes)} of memory "
+            f"({AUDIT_BYTES_PER_TRIAL} bytes per trial)",
+            f"{format_bytes(memory_limit())} (--max-memory)",
+            f"give --trials {fits} or fewer, or raise the limit with --max-memory if the "
+            "machine has it",
+            liftable=False,
+        )
+    if allow_large():
+        return
+    seconds = audit_seconds(plan, scenario, trials, full_runs=full_runs) / max(1, workers or 1)
+    if seconds > time_limit():
+        fits = max(4, int(trials * time_limit() / seconds))
+        raise WorkLimitError(
+            f"--trials {trials}",
+            f"the audit would take about {format_seconds(seconds)} (estimated from a pilot "
+            "of its trials)",
+            f"{format_seconds(time_limit())} (--max-time)",
+            f"give --trials {fits} or fewer, or raise the limit with --max-time",
+        )
 
 
 def _batches(trials: int, size: int) -> list[int]:
@@ -133,6 +226,7 @@ def _as_study(
     workers: int | None,
     scheduler: str | None,
     full_runs: bool,
+    release: str | None = None,
 ) -> tuple[F64, F64]:
     """The batches as tasks on the sweeps' executor: the same batches as in process,
     so the statistics are identical wherever they ran (on Dask, batches are capped at
@@ -150,7 +244,7 @@ def _as_study(
         )
         for i, count in enumerate(counts)
     ]
-    base = {"scenario": scenario.to_dict(), "full_runs": full_runs}
+    base = {"scenario": scenario.to_dict(), "full_runs": full_runs, "release": release}
     executor = make_executor(scheduler, workers)
     rows: dict[int, dict[str, Any]] = {}
     try:
@@ -177,18 +271,25 @@ def audit_plan(
     protocol: str = "",
     name: str = "",
     full_runs: bool = False,
+    release: str | None = None,
+    allow_large: bool = False,
 ) -> AuditResult:
-    """Audit ``plan`` with ``trials`` runs on each of D and D′. ``workers`` > 1 or a
-    ``scheduler`` runs the batches as a study (needs ``scenario``); otherwise they run
-    here. ``full_runs``: the plan's end-to-end protocol runs instead of its vectorised
-    trials."""
+    """Audit ``plan`` with ``trials`` runs on each of D and D′, refused before it starts
+    when its estimated memory or time is past the limits (:func:`check_audit_work`;
+    ``allow_large`` lifts the time limit). ``workers`` > 1 or a
+    ``scheduler`` runs the batches as a study (needs ``scenario``; the workers rebuild
+    the plan of the scenario's ``release``, so ``plan`` must be that one); otherwise
+    they run here. ``full_runs``: the plan's end-to-end protocol runs instead of its
+    vectorised trials."""
     if trials < 4:
         raise ValueError(f"an audit needs at least 4 trials per side, got {trials}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    with allowing_large(allow_large):
+        check_audit_work(plan, scenario, trials, full_runs=full_runs, workers=workers)
     started = time.perf_counter()
     if scenario is not None and (scheduler or (workers or 1) > 1):
-        out, into = _as_study(plan, scenario, trials, seed, workers, scheduler, full_runs)
+        out, into = _as_study(plan, scenario, trials, seed, workers, scheduler, full_runs, release)
     else:
         out, into = _in_process(plan, scenario, trials, seed, full_runs)
     if not (np.all(np.isfinite(out)) and np.all(np.isfinite(into))):
@@ -212,6 +313,7 @@ def audit_plan(
         statistic=plan.statistic,
         coalition=plan.coalition,
         seconds=time.perf_counter() - started,
+        release=release or "",
     )
 
 
@@ -224,10 +326,14 @@ def audit(
     workers: int | None = None,
     scheduler: str | None = None,
     full_runs: bool = False,
+    release: str | None = None,
+    allow_large: bool = False,
 ) -> AuditResult:
     """Audit the scenario's release with its protocol's plan (seed: the scenario's);
-    ``full_runs``: one end-to-end protocol run per trial (see :func:`audit_plan`)."""
-    plan = plan_of(scenario)
+    ``release``: which one, for a protocol that audits several (default: its first);
+    ``full_runs``: one end-to-end protocol run per trial (see :func:`audit_plan`);
+    ``allow_large``: past the time limit all the same (:func:`check_audit_work`)."""
+    plan = plan_of(scenario, release)
     if math.isinf(plan.claimed_epsilon):
         raise ValueError(
             "the ledger claims no guarantee for this scenario (ε = ∞ against its coalition): "
@@ -242,4 +348,6 @@ def audit(
         workers=workers,
         scheduler=scheduler,
         full_runs=full_runs,
+        release=release,
+        allow_large=allow_large,
     )

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from privsim import registry
-from privsim.kit.audit import TrialBatch
+from privsim.kit.audit import TrialBatch, plan_for
 from privsim.scenarios.schema import Scenario
 from privsim.studies.study import Task
 
@@ -18,14 +18,14 @@ __all__ = ["run_batch", "trials_of"]
 
 
 def trials_of(
-    scenario: Scenario, batch: TrialBatch, full_runs: bool = False
+    scenario: Scenario, batch: TrialBatch, full_runs: bool = False, release: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(statistics on D, statistics on D′) of one batch, from the protocol's plan (its
-    vectorised trials, or its full protocol runs)."""
+    """(statistics on D, statistics on D′) of one batch, from the protocol's plan of
+    ``release`` (default: its first; its vectorised trials, or its full protocol runs)."""
     audit = registry.get(scenario.protocol).audit
     if audit is None:
         raise ValueError(f"protocol {scenario.protocol!r} declares no audit plan")
-    plan = audit(scenario)
+    plan = plan_for(audit, scenario, release)
     fn = plan.full_trials if full_runs else plan.trials
     if fn is None:
         raise ValueError(f"protocol {scenario.protocol!r} has no full-run audit trials")
@@ -35,9 +35,9 @@ def trials_of(
 
 
 def run_batch(base: dict[str, Any], task: Task) -> dict[str, Any]:
-    """``base``: {"scenario": the scenario's dict, "full_runs": bool}; the task's ``replication`` is the
-    batch index, its ``seed`` the audit's seed and its coordinate ``count`` the batch's
-    number of trials."""
+    """``base``: {"scenario": the scenario's dict, "full_runs": bool, "release": the
+    release's name or None}; the task's ``replication`` is the batch index, its ``seed``
+    the audit's seed and its coordinate ``count`` the batch's number of trials."""
     row: dict[str, Any] = {
         "row_id": task.row_id,
         "cell": task.cell,
@@ -48,7 +48,8 @@ def run_batch(base: dict[str, Any], task: Task) -> dict[str, Any]:
         scenario = Scenario.from_dict(base["scenario"])
         count = int(dict(task.coordinates)["count"])
         batch = TrialBatch(seed=task.seed, index=task.replication, count=count)
-        out, into = trials_of(scenario, batch, bool(base.get("full_runs", False)))
+        full_runs, release = bool(base.get("full_runs", False)), base.get("release")
+        out, into = trials_of(scenario, batch, full_runs, release)
         row |= {"status": "ok", "out": out.tolist(), "in": into.tolist()}
     except Exception as exc:  # an error row, as a study's
         row |= {"status": "error", "error": f"{type(exc).__name__}: {exc}"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -20,6 +21,18 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from privsim.inputs import (
+    MAX_DATA_BYTES,
+    MAX_DATA_ENV,
+    InputFileError,
+    InputKindError,
+    InputMissingError,
+    InputTooLargeError,
+    input_limit,
+    open_input,
+    read_input_bytes,
+)
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -85,10 +98,22 @@ class DatasetSpec:
     features: tuple[str, ...] = field(default=())  # default: every column but the target
 
 
+def _data_bytes(path: Path, what: str) -> bytes:
+    """A data file's bytes through the guarded reader (a regular file of at most
+    ``$PRIVSIM_MAX_DATA_BYTES``, default 256 MiB)."""
+    return read_input_bytes(
+        path, what, limit=input_limit(MAX_DATA_BYTES, MAX_DATA_ENV), env=MAX_DATA_ENV
+    )
+
+
 def _read_csv(path: Path, **kwargs: Any) -> Any:
     import pandas as pd
 
-    return pd.read_csv(path, **kwargs)
+    try:
+        data = _data_bytes(path, "data file")
+    except InputFileError as exc:  # replaced by a FIFO, a directory, grown past the limit
+        raise DataError(str(exc)) from None
+    return pd.read_csv(io.BytesIO(data), **kwargs)
 
 
 def _wine(paths: Sequence[Path]) -> Any:
@@ -276,7 +301,11 @@ def data_dir() -> Path:
             f"(e.g. export {DATA_DIR_ENV}=../shared/data)"
         )
     path = Path(value)
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long
+        raise DataError(f"{DATA_DIR_ENV}={value[:200]} cannot be read ({exc})") from None
+    if not is_dir:
         raise DataError(f"{DATA_DIR_ENV}={value} is not a directory")
     return path
 
@@ -286,9 +315,12 @@ def _sha256(path: Path) -> str:
     key = (str(path.resolve()), stat.st_size, stat.st_mtime)
     if key not in _verified:
         digest = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        try:
+            with open_input(path, "data file") as fh:  # a regular file only
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+        except InputFileError as exc:
+            raise DataError(str(exc)) from None
         _verified[key] = digest.hexdigest()
     return _verified[key]
 
@@ -336,6 +368,30 @@ def _load_verified(name: str, root: str, stamp: tuple[tuple[str, int, int], ...]
     return Dataset(name=name, frame=frame, target=spec.target, features=tuple(features))
 
 
+def _longer_row(data: bytes, sep: str) -> int | None:
+    """The first line (1-based) with more fields than the header row, in a CSV without
+    quotes and with a one-character separator (None otherwise, or when every row fits):
+    reading only the named columns would pass over such a row, reading every column
+    would not (measured: 0.13 s for 80 MB of 10⁵ columns, 0.26 s for 10⁶ rows)."""
+    if len(sep) != 1 or b'"' in data:
+        return None  # pandas reads such a file whole, and checks every row itself
+    mark = sep.encode()
+    lines = data.split(b"\n")
+    width = lines[0].count(mark)
+    return next((n for n, line in enumerate(lines[1:], 2) if line.count(mark) > width), None)
+
+
+def _width(data: bytes, sep: str) -> int:
+    """How many columns the header row of CSV ``data`` names."""
+    import csv
+
+    header = data[: data.find(b"\n") if b"\n" in data else len(data)]
+    try:
+        return len(next(csv.reader([header.decode("utf-8", "replace")], delimiter=sep)))
+    except (StopIteration, csv.Error):
+        return 0
+
+
 def load_csv(path: str | Path, *, features: Sequence[str], target: str, sep: str = ",") -> Dataset:
     """A user's own CSV as a data set. The file must be UTF-8 text with a header row and
     data rows; the named feature and target columns must exist, be numeric and hold no
@@ -346,19 +402,34 @@ def load_csv(path: str | Path, *, features: Sequence[str], target: str, sep: str
 
     p = Path(path)
     shown = repr(str(p)) if len(str(p)) <= 200 else repr(str(p)[:200] + "…")
-    try:
-        exists, is_file, is_dir = p.exists(), p.is_file(), p.is_dir()
-    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
-        raise DataError(f"CSV file {shown} cannot be read ({type(exc).__name__})") from None
-    if not exists:
-        raise DataError(f"CSV file {shown} does not exist")
-    if not is_file:
-        kind = "a directory" if is_dir else "not a regular file"
-        raise DataError(f"CSV file {shown} is {kind}; give the path of a .csv file")
+    try:  # the guarded reader: a regular file (a FIFO never hangs), within the size limit
+        data = _data_bytes(p, "CSV file")
+    except InputMissingError:
+        raise DataError(f"CSV file {shown} does not exist") from None
+    except InputKindError as exc:  # a directory, a FIFO, /dev/zero
+        raise DataError(f"{exc.problem}; give the path of a .csv file") from None
+    except InputTooLargeError as exc:
+        raise DataFormatError(str(exc)) from None
+    except InputFileError as exc:  # a name too long, a NUL byte, no permission
+        raise DataError(f"CSV file {shown} cannot be read ({exc.reason})") from None
     if target in features:
         raise DataFormatError(f"{p}: the target column {target!r} is also a feature")
     try:
-        frame = pd.read_csv(p, sep=sep, encoding="utf-8", encoding_errors="strict")
+        # Only the named columns are parsed: a file of 10^5 columns, 3 of them used, reads
+        # in 0.8 s, not 19 s (measured here, 400 rows); a file pandas reads whole (quotes)
+        # is checked for long rows by pandas, any other by _longer_row.
+        wanted = {*features, target}
+        quoted = len(sep) != 1 or b'"' in data
+        frame = pd.read_csv(
+            io.BytesIO(data),
+            sep=sep,
+            encoding="utf-8",
+            encoding_errors="strict",
+            usecols=None if quoted else (lambda column: str(column) in wanted),
+        )
+        longer = None if quoted else _longer_row(data, sep)
+        if longer is not None:
+            raise pd.errors.ParserError(f"Expected more fields in line {longer}")
     except UnicodeDecodeError as exc:
         raise DataFormatError(
             f"{p}: not UTF-8 text (undecodable byte at offset {exc.start}); save it as a UTF-8 CSV"
@@ -379,7 +450,7 @@ def load_csv(path: str | Path, *, features: Sequence[str], target: str, sep: str
     missing = [c for c in (*features, target) if c not in columns]
     if missing:
         raise DataFormatError(
-            f"{p}: no column(s) {missing} (the file has {len(columns)} columns); "
+            f"{p}: no column(s) {missing} (its header row has {_width(data, sep)} columns); "
             "check the header row and the separator"
         )
     if len(frame) == 0:

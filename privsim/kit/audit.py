@@ -6,6 +6,9 @@ neighbouring inputs D and D′ (one canary record added or replaced, as the scen
 run (larger means "the canary is in"), the trial function that draws that statistic for
 a batch of independent runs, and the (ε, δ) the ledger claims for the audited release.
 The audit harness (:mod:`privsim.audit`) turns the two samples into a lower bound on ε.
+A protocol that audits several of its releases declares them by name with
+:class:`AuditReleases` (the first is the default; ``privsim audit --release NAME``
+picks another).
 
 Protocols import this module, never the harness.
 """
@@ -27,7 +30,15 @@ from privsim.sim.streams import Streams
 if TYPE_CHECKING:
     from privsim.scenarios.schema import Scenario
 
-__all__ = ["AuditPlan", "TrialBatch", "TrialFn", "secure_sum_coalition"]
+__all__ = [
+    "AuditPlan",
+    "AuditReleases",
+    "PlanFn",
+    "TrialBatch",
+    "TrialFn",
+    "plan_for",
+    "secure_sum_coalition",
+]
 
 F64 = npt.NDArray[np.float64]
 
@@ -98,6 +109,54 @@ class AuditPlan:
     @property
     def claim_is_finite(self) -> bool:
         return math.isfinite(self.claimed_epsilon)
+
+
+#: ``scenario -> AuditPlan``: how a protocol audits (one of) its release(s).
+PlanFn = Callable[["Scenario"], AuditPlan]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReleases:
+    """A protocol's audit plans for several of its releases, by name, the first the
+    default. Called with a scenario it is the default's plan, so it is what
+    ``ProtocolSpec.audit`` takes; :func:`plan_for` picks another by name."""
+
+    plans: tuple[tuple[str, PlanFn], ...]
+
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.plans]
+        if not names or len(set(names)) != len(names) or not all(names):
+            raise ValueError(f"audit releases need distinct, non-empty names, got {names}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.plans)
+
+    def __call__(self, scenario: Scenario) -> AuditPlan:
+        return self.plans[0][1](scenario)
+
+    def plan(self, scenario: Scenario, release: str) -> AuditPlan:
+        """The plan of the release named ``release`` (a ValueError naming the others)."""
+        for name, fn in self.plans:
+            if name == release:
+                return fn(scenario)
+        raise ValueError(
+            f"protocol {scenario.protocol!r} has no audited release {release!r}; "
+            f"give one of {list(self.names)} (default {self.names[0]!r})"
+        )
+
+
+def plan_for(audit: PlanFn, scenario: Scenario, release: str | None = None) -> AuditPlan:
+    """``audit``'s plan for ``scenario``: its default release, or the one named
+    ``release`` when ``audit`` is an :class:`AuditReleases`."""
+    if release is None:
+        return audit(scenario)
+    if isinstance(audit, AuditReleases):
+        return audit.plan(scenario, release)
+    raise ValueError(
+        f"protocol {scenario.protocol!r} audits one release; leave out the release name "
+        f"({release!r})"
+    )
 
 
 def secure_sum_coalition(scenario: Scenario, clients: Sequence[str]) -> frozenset[str]:

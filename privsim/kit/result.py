@@ -6,21 +6,30 @@ communication, parties, coalition and timing — plus ``methods`` for protocols 
 several methods side by side and ``details``, the protocol's own section (under the
 protocol's name in :meth:`RunResult.to_dict`). Infinite values become ``"inf"`` in
 ``to_dict()``, so the dict is JSON-ready.
+
+A run function builds its result with :meth:`RunResult.of_world`: from the scenario, the
+seed, the finished world and the ledger it fills the header, the status (``aborted`` iff
+an :class:`Abort` is given), privacy, communication, parties, coalition, timing and the
+scenario echo; the protocol gives only its own figures.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privsim.sim.cost import communication_cost
 from privsim.sim.ledger import Composition, EventRecord, PrivacyLedger
 from privsim.sim.messages import wire_size
 from privsim.sim.world import World
 from privsim.version import __version__
+
+if TYPE_CHECKING:
+    from privsim.scenarios.schema import Scenario
 
 __all__ = [
     "Abort",
@@ -284,11 +293,37 @@ class Timing:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Abort:
+    """Why a run (or a method) released nothing: ``reason``, a short code that studies
+    group by (``too_many_dropouts``, ``server_crashed``), and ``detail``, one sentence
+    for the reader (who was missing, which threshold failed). Required for an aborted
+    result: the report prints both."""
+
     reason: str
     detail: str = ""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise ValueError(
+                f"Abort needs a reason, got {self.reason!r}: give a short code such as "
+                "Abort(reason='too_many_dropouts', detail='12 of 40 clients answered')"
+            )
+
     def to_dict(self) -> dict[str, Any]:
         return _as_dict(self)
+
+
+def _require_abort(owner: str, status: str, abort: Abort | None) -> None:
+    """An aborted result says why; a released one has nothing to say why about."""
+    if status == "aborted" and abort is None:
+        raise ValueError(
+            f"{owner} has status 'aborted' but no abort: give "
+            "abort=Abort(reason='...', detail='...') saying why nothing was released"
+        )
+    if status == "released" and abort is not None:
+        raise ValueError(
+            f"{owner} has status 'released' and an abort ({abort.reason}): give "
+            "status 'aborted' with it, or drop the abort"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -302,6 +337,9 @@ class MethodResult:
     communication: Communication | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     timing: Timing | None = None
+
+    def __post_init__(self) -> None:
+        _require_abort("a method result", self.status, self.abort)
 
     def to_dict(self) -> dict[str, Any]:
         return _as_dict(self)
@@ -327,6 +365,80 @@ class RunResult:
     methods: Mapping[str, MethodResult] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
     privsim_version: str = __version__
+
+    def __post_init__(self) -> None:
+        _require_abort(f"the result of {self.protocol!r}", self.status, self.abort)
+
+    @classmethod
+    def of_world(
+        cls,
+        scenario: Scenario,
+        seed: int,
+        world: World,
+        ledger: PrivacyLedger,
+        *,
+        holders: Sequence[str] | None = None,
+        included: Collection[str] | None = None,
+        abort: Abort | None = None,
+        accuracy: Mapping[str, Any] | None = None,
+        privacy: Privacy | Mapping[str, Any] | None = None,
+        notion: str | None = None,
+        output_party: str | None = None,
+        communication: Communication | None = None,
+        exposure: Mapping[str, Any] | None = None,
+        view_complete: bool = True,
+        methods: Mapping[str, MethodResult] | None = None,
+        details: Mapping[str, Any] | None = None,
+        started: float | None = None,
+        wall_seconds: float | None = None,
+    ) -> RunResult:
+        """The result of one run on ``world`` (finished), its ``ledger`` settled.
+
+        The protocol gives its own figures: ``holders``, the data holders' ids in order
+        (default: the world's ``client`` parties), and ``included``, those whose data
+        is in the release (None: not known, e.g. after an abort); ``abort``, why nothing was released (the status is
+        ``aborted`` iff it is given); ``accuracy``; ``privacy``, its calibration figures
+        (``Privacy.details``; the ledger computes the guarantee against the world's
+        coalition, with ``notion`` if given) or a :class:`Privacy` computed already;
+        ``output_party``, whose finishing time is the run's duration (default: when
+        every party had finished), or the ``communication`` computed already (e.g. to
+        derive a detail from it); ``exposure``, its coalition metrics (and
+        ``view_complete``); ``methods``; ``details``, its own section; and ``started``,
+        the ``time.perf_counter()`` at which the run began (or ``wall_seconds``,
+        measured elsewhere). The rest is filled here: the header from ``scenario`` and
+        ``seed``, the communication from the world's trace, the parties from its
+        faults, the coalition from its pooled view, the key-agreement time from its
+        channels, and the scenario echo."""
+        if started is not None and wall_seconds is None:
+            wall_seconds = time.perf_counter() - started
+        elif wall_seconds is None or started is not None:
+            raise ValueError("give started=time.perf_counter() at the run's start, or wall_seconds")
+        if not isinstance(privacy, Privacy):
+            privacy = Privacy.of(ledger, world.coalition, notion=notion, **(privacy or {}))
+        return cls(
+            scenario_name=scenario.name,
+            protocol=scenario.protocol,
+            seed=seed,
+            root_entropy=world.streams.entropy,
+            status="released" if abort is None else "aborted",
+            abort=abort,
+            privacy=privacy,
+            accuracy=accuracy,
+            communication=communication or Communication.of_world(world, output_party=output_party),
+            parties=Parties.of_world(
+                world,
+                tuple(world.parties_by_role.get("client", ()) if holders is None else holders),
+                included,
+            ),
+            coalition=Coalition.of_world(world, exposure, view_complete=view_complete),
+            timing=Timing(
+                wall_seconds=wall_seconds,
+                key_agreement_seconds=world.channels.key_agreement_seconds,
+            ),
+            methods=dict(methods or {}),
+            details=dict(details or {}),
+            scenario=scenario.to_dict(),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -12,6 +12,7 @@ carries what the ledger computed.
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,20 @@ if TYPE_CHECKING:
     from privsim.kit.audit import AuditPlan
     from privsim.kit.result import RunResult
     from privsim.scenarios.schema import Scenario
+    from privsim.sim.ledger import PrivacyLedger
 
-__all__ = ["PARTY_BYTES", "FigureKit", "Footprint", "Numbered", "ProtocolSpec", "StudyView"]
+__all__ = [
+    "PARTY_BYTES",
+    "FigureKit",
+    "Footprint",
+    "Numbered",
+    "ProtocolSpec",
+    "StudyView",
+    "accuracy_lines",
+    "clients_and",
+    "detail_columns",
+    "party_footprint",
+]
 
 
 class FigureKit(Protocol):
@@ -113,12 +126,74 @@ class Footprint(NamedTuple):
     slow_field: str = ""
 
 
+#: Parties by role, as ``ProtocolSpec.parties`` returns them.
+PartiesOf = Callable[["Scenario"], Mapping[str, Sequence[str]]]
+
+
+def clients_and(servers: Mapping[str, str | Sequence[str]] | None = None) -> PartiesOf:
+    """``ProtocolSpec.parties`` for the common shape: ``population.clients`` clients
+    ``client-0`` … ``client-(N−1)`` (role ``client``; :class:`Numbered`, so a large
+    population costs nothing to check) and named servers by role, e.g.
+    ``clients_and({"aggregator": "aggregator"})`` or ``{"compute": ("c-0", "c-1")}``."""
+    named = {
+        role: (ids,) if isinstance(ids, str) else tuple(ids)
+        for role, ids in (servers or {}).items()
+    }
+
+    def parties(scenario: Scenario) -> dict[str, Sequence[str]]:
+        return {"client": Numbered("client", scenario.population.clients), **named}
+
+    return parties
+
+
+def party_footprint(
+    parties: PartiesOf, *, per_client: Callable[[Scenario], int] | None = None
+) -> Callable[[Scenario], Footprint]:
+    """``ProtocolSpec.footprint`` from the parties alone: :data:`PARTY_BYTES` for each
+    party ``parties(scenario)`` declares, plus ``per_client(scenario)`` bytes for each
+    client (its data and messages, e.g. 8 bytes per coordinate) when given. The
+    default footprint of a spec that declares ``parties`` and no ``footprint``; it
+    estimates no wall time (``seconds`` 0)."""
+
+    def footprint(scenario: Scenario) -> Footprint:
+        count = sum(len(ids) for ids in parties(scenario).values())
+        extra = 0 if per_client is None else per_client(scenario)
+        n = scenario.population.clients
+        formula = f"parties·P + N·{extra} B" if extra else "parties·P"
+        return Footprint(
+            count * PARTY_BYTES + n * extra,
+            "population.clients",
+            f"{formula}, {count} parties, N = {n}, P = {PARTY_BYTES >> 10} KiB",
+        )
+
+    return footprint
+
+
+def detail_columns(*keys: str) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """``ProtocolSpec.flatten`` for the common case: the named keys of the protocol's
+    own result section (``details``) as study columns ``<protocol>.<key>``. (The
+    common sections, accuracy included, are flattened for every protocol.)"""
+
+    def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
+        own = result.get(result["protocol"]) or {}
+        return {result["protocol"]: {k: own[k] for k in keys if k in own}}
+
+    return flatten
+
+
 def _no_check(scenario: Scenario) -> None:
     return None
 
 
-def _no_lines(result: Mapping[str, Any]) -> list[str]:
-    return []
+def accuracy_lines(result: Mapping[str, Any]) -> list[str]:
+    """The default ``report``: the result's accuracy figures on one line (numbers to
+    four significant digits); nothing when it has none."""
+    figures = [
+        f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+        for k, v in (result.get("accuracy") or {}).items()
+        if isinstance(v, int | float | str)
+    ]
+    return [f"Accuracy    {', '.join(figures)}"] if figures else []
 
 
 def _no_columns(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,58 +223,154 @@ class StudyView:
     reference: Callable[[Any], list[tuple[str, Any]]] | None = None
 
 
+def _doc(text: str) -> dict[str, str]:
+    """A field's documentation, as its ``metadata``: ``{"doc": text}`` (one line). The
+    reference page (``docs/reference/protocol-api.md``) and :class:`ProtocolSpec`'s
+    docstring read it."""
+    return {"doc": " ".join(text.split())}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtocolSpec:
-    """One protocol, declared once.
-
-    - ``name``: the scenario's ``protocol`` value; ``summary``: one line for listings.
-    - ``tables``: config tables it reads, name -> frozen dataclass (validated with
-      field-naming errors; a table may be shared, e.g. ``dca`` by every protocol that
-      sums through DCA, as long as the class is the same).
-    - ``run(scenario, seed) -> RunResult``: a pure function of its inputs.
-    - ``check(scenario)``: cross-table validation, raising
-      :class:`~privsim.scenarios.errors.FieldError`.
-    - ``preflight(scenario)``: checks that need more than the scenario (a data set on
-      disk); a study runs it for every cell before any work starts, and so does
-      ``privsim validate``.
-    - ``parties(scenario) -> {role: party ids}``: every party the run will create, by
-      role (use :class:`Numbered` for populations). With it, validation resolves every
-      party id and role the scenario names (coalition, topology, link overrides,
-      faults) before the run; without it they are checked when the world starts.
-    - ``footprint(scenario) -> Footprint | int``: the run's estimated peak memory in
-      bytes; validation refuses a scenario above the memory limit
-      (``PRIVSIM_MAX_MEMORY``, ``--max-memory``).
-    - ``report(result) -> lines``: the protocol's section of ``privsim run``'s report.
-    - ``flatten(result) -> columns``: the protocol's own study-row columns (the common
-      ones are flattened once, by the study worker).
-    - ``study``: its study view (metrics, axes, figures, report sections).
-    - ``exposure``: the coalition-exposure metrics its results carry, with their meaning.
-    - ``example``: a small, fast scenario (plain data) for the contract test and docs.
-    - ``overspend``: dotted fields that make the example plan more than its budget (the
-      contract test checks the default ``refuse`` refuses it); empty for a protocol that
-      cannot overspend by design.
-    - ``audit(scenario) -> AuditPlan``: how ``privsim audit`` tests the scenario's
-      release empirically (:mod:`privsim.kit.audit`); None: not auditable.
-    - ``attacks``: named attacks on the coalition's pooled view, each a function of it
-      (see the protocol's ``attacks`` module); their summaries are exposure metrics.
+    """One protocol, declared once: what a registry entry (built-in, or a plug-in's
+    ``privsim.protocols`` entry point) holds. Only ``name``, ``summary``, ``tables``,
+    ``run`` and ``example`` are required; the rest have defaults that fit a protocol of
+    N clients and a few named servers.
     """
 
-    name: str
-    summary: str
-    tables: Mapping[str, type]
-    run: Callable[[Scenario, int], RunResult]
-    example: Mapping[str, Any]
-    check: Callable[[Scenario], None] = _no_check
-    preflight: Callable[[Scenario], None] = _no_check
-    parties: Callable[[Scenario], Mapping[str, Sequence[str]]] | None = None
-    footprint: Callable[[Scenario], Footprint | int] | None = None
-    report: Callable[[Mapping[str, Any]], list[str]] = _no_lines
-    flatten: Callable[[Mapping[str, Any]], dict[str, Any]] = _no_columns
-    study: StudyView = field(default_factory=StudyView)
-    exposure: Mapping[str, str] = field(default_factory=dict)
-    overspend: Mapping[str, Any] = field(default_factory=dict)
-    audit: Callable[[Scenario], AuditPlan] | None = None
-    attacks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    name: str = field(
+        metadata=_doc(
+            "The scenario's ``protocol`` value: a plain identifier (letters, digits, ``_``, ``-``)."
+        )
+    )
+    summary: str = field(metadata=_doc("One line for ``privsim protocols`` and other listings."))
+    tables: Mapping[str, type] = field(
+        metadata=_doc(
+            """The config tables it reads, table name -> frozen dataclass (validated with
+            field-naming errors; read in a run with ``scenario.table(name, cls)``). A table may
+            be shared, e.g. ``dca`` by every protocol that sums through DCA, as long as the
+            class is the same."""
+        )
+    )
+    run: Callable[[Scenario, int], RunResult] = field(
+        metadata=_doc(
+            """``run(scenario, seed) -> RunResult``: one run, a pure function of its inputs
+            (every random number drawn from the seed's streams). It builds its result with
+            :meth:`~privsim.kit.result.RunResult.of_world`."""
+        )
+    )
+    example: Mapping[str, Any] = field(
+        metadata=_doc(
+            """A small, fast scenario (plain data, as parsed from TOML) that releases and meets
+            its guarantee: the contract checks (:mod:`privsim.testing`) run it, and ``privsim
+            scenario NAME`` prints it."""
+        )
+    )
+    check: Callable[[Scenario], None] = field(
+        default=_no_check,
+        metadata=_doc(
+            """``check(scenario)``: cross-table validation, raising
+            :class:`~privsim.scenarios.errors.FieldError` naming the field. Default: none."""
+        ),
+    )
+    preflight: Callable[[Scenario], None] = field(
+        default=_no_check,
+        metadata=_doc(
+            """``preflight(scenario)``: checks that need more than the scenario (a data set
+            on disk); a study runs it for every cell before any work starts, and so does
+            ``privsim validate``. Default: none."""
+        ),
+    )
+    plan: Callable[[Scenario], PrivacyLedger] | None = field(
+        default=None,
+        metadata=_doc(
+            """``plan(scenario) -> PrivacyLedger``: the ledger as the run charges it, before
+            anything runs (:func:`~privsim.kit.budget.ledger_for` charged by the very function
+            the run calls to charge, so the two cannot drift); it raises
+            :class:`~privsim.sim.ledger.BudgetExceededError` exactly when the run would refuse
+            the scenario over its budget. ``privsim validate`` calls it and refuses what
+            ``run`` refuses, with the same message and exit status (2). None: validate says
+            the budget is checked when the scenario runs."""
+        ),
+    )
+    parties: Callable[[Scenario], Mapping[str, Sequence[str]]] | None = field(
+        default=None,
+        metadata=_doc(
+            """``parties(scenario) -> {role: party ids}``: every party the run will create,
+            by role (:class:`Numbered` for populations; :func:`clients_and` for N clients and
+            named servers). With it, validation resolves every party id and role the scenario
+            names (coalition, topology, link overrides, faults) before the run, and the
+            contract's absent-clients check knows the data holders; None: they are checked
+            when the world starts."""
+        ),
+    )
+    footprint: Callable[[Scenario], Footprint | int] | None = field(
+        default=None,
+        metadata=_doc(
+            """``footprint(scenario) -> Footprint | int``: the run's estimated peak memory
+            in bytes; validation refuses a scenario above the memory limit
+            (``PRIVSIM_MAX_MEMORY``, ``--max-memory``). Default, when ``parties`` is given:
+            :data:`PARTY_BYTES` per party (:func:`party_footprint`, which also takes the bytes
+            each client holds)."""
+        ),
+    )
+    report: Callable[[Mapping[str, Any]], list[str]] = field(
+        default=accuracy_lines,
+        metadata=_doc(
+            """``report(result) -> lines``: the protocol's section of ``privsim run``'s
+            report (the header, the abort's reason, privacy, coalition, traffic and timing are
+            written for every protocol). Default: the accuracy figures
+            (:func:`accuracy_lines`)."""
+        ),
+    )
+    flatten: Callable[[Mapping[str, Any]], dict[str, Any]] = field(
+        default=_no_columns,
+        metadata=_doc(
+            """``flatten(result) -> columns``: the protocol's own study-row columns (the
+            common ones, accuracy included, are flattened once, by the study worker;
+            :func:`detail_columns` picks keys of the protocol's own section). Default: none."""
+        ),
+    )
+    study: StudyView = field(
+        default_factory=StudyView,
+        metadata=_doc(
+            """Its study view (:class:`StudyView`: metrics, axes, figures, report sections).
+            Default: no metrics of its own."""
+        ),
+    )
+    exposure: Mapping[str, str] = field(
+        default_factory=dict,
+        metadata=_doc(
+            """The coalition-exposure metrics its results carry (``coalition.exposure``),
+            name -> meaning; the contract checks that the example reports each. Default:
+            none."""
+        ),
+    )
+    overspend: Mapping[str, Any] = field(
+        default_factory=dict,
+        metadata=_doc(
+            """Dotted fields that make the example plan more than its budget, e.g.
+            ``{"privacy.epsilon": 0.01}``: the contract checks that the default ``refuse``
+            refuses it, ``warn`` reports it and ``validate`` agrees with ``run``. Empty (the
+        default) for a protocol that cannot overspend by design (noise calibrated to the
+            budget); those checks are then skipped."""
+        ),
+    )
+    audit: Callable[[Scenario], AuditPlan] | None = field(
+        default=None,
+        metadata=_doc(
+            """``audit(scenario) -> AuditPlan``: how ``privsim audit`` tests the scenario's
+            release empirically (:mod:`privsim.kit.audit`). None (the default): not
+            auditable."""
+        ),
+    )
+    attacks: Mapping[str, Callable[..., Any]] = field(
+        default_factory=dict,
+        metadata=_doc(
+            """Named attacks on the coalition's pooled view, each a function of it; their
+            summaries are exposure metrics. Default: none."""
+        ),
+    )
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
@@ -207,3 +378,22 @@ class ProtocolSpec:
         for table, cls in self.tables.items():
             if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
                 raise ValueError(f"protocol {self.name!r}: table {table!r} must be a dataclass")
+        if self.footprint is None and self.parties is not None:  # derived: bytes per party
+            object.__setattr__(self, "footprint", party_footprint(self.parties))
+
+
+def _field_list(cls: type) -> str:
+    """Each field of ``cls`` with its ``metadata["doc"]``, as a docstring's bullet list."""
+    return "\n".join(
+        textwrap.fill(
+            f"- ``{f.name}``: {f.metadata.get('doc', '(undocumented)')}",
+            width=88,
+            initial_indent="    ",
+            subsequent_indent="      ",
+        )
+        for f in dataclasses.fields(cls)
+    )
+
+
+# help(ProtocolSpec) lists the fields from their own documentation: one source.
+ProtocolSpec.__doc__ = f"{(ProtocolSpec.__doc__ or '').rstrip()}\n\n{_field_list(ProtocolSpec)}\n"

@@ -8,6 +8,7 @@ from collections.abc import Callable, Collection, Iterable
 
 from privsim.scenarios.schema import Scenario
 from privsim.sim.coalition import CoalitionSpec
+from privsim.sim.faults import draw_faults
 from privsim.sim.network import (
     CompleteTopology,
     GraphTopology,
@@ -18,7 +19,7 @@ from privsim.sim.network import (
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["agree_channels", "build_world", "topology"]
+__all__ = ["agree_channels", "build_world", "no_data_reason", "topology"]
 
 
 def topology(scenario: Scenario, parties: list[str]) -> Topology:
@@ -75,3 +76,27 @@ def agree_channels(world: World, pairs: Callable[[World], Iterable[tuple[str, st
     deployment would; timed apart from the protocol."""
     if world.bus.encrypt:
         world.channels.agree(list(pairs(world)))
+
+
+def no_data_reason(
+    scenario: Scenario,
+    seed: int,
+    clients: Collection[str],
+    receiver: str,
+    *,
+    role: str = "client",
+    receiver_role: str = "aggregator",
+) -> str:
+    """Why no client's data can reach ``receiver`` in a run of ``scenario`` at ``seed``,
+    or ``""`` when some can: every client absent (the faults a world built at this seed
+    draws for ``role``), or every present client's link to ``receiver`` losing every
+    message. For a release computed outside the bus (a trusted curator's), which must
+    then abort instead of releasing a statistic of data it never received."""
+    plan = draw_faults(scenario.faults, {role: list(clients)}, Streams(seed))
+    present = [c for c in clients if c not in plan.absent]
+    if not present:
+        return f"every {role} is absent: none of the {len(clients)} started (faults)"
+    network = NetworkModel(scenario.network.link, scenario.network.overrides)
+    if all(network.link(c, role, receiver, receiver_role).loss >= 1.0 for c in present):
+        return f"every message from a {role} to {receiver} is lost (network loss = 1)"
+    return ""

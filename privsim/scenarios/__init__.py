@@ -7,6 +7,7 @@ from privsim.scenarios.loader import (
     builtin_scenarios,
     load_scenario,
     scenario_from_dict,
+    scenario_path,
     scenario_to_dict,
     scenario_to_toml,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "builtin_scenarios",
     "load_scenario",
     "scenario_from_dict",
+    "scenario_path",
     "scenario_to_dict",
     "scenario_to_toml",
 ]

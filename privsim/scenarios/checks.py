@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from privsim.limits import allow_large, env_value
 from privsim.scenarios.errors import FieldError
 
 if TYPE_CHECKING:
@@ -66,10 +66,10 @@ def _quantity(text: str, units: Mapping[str, float], what: str, kind: str, examp
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in units:
-        raise ValueError(f"{what} {text!r} is not {kind}; write e.g. {example}")
+        raise ValueError(f"{what} {text[:40]!r} is not {kind}; write e.g. {example}")
     value = float(match.group(1)) * units[unit]
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{what} {text!r} must be positive")
+        raise ValueError(f"{what} {text[:40]!r} must be a finite number > 0")
     return value
 
 
@@ -82,13 +82,7 @@ def parse_bytes(text: str) -> int:
 
 def _limit(env: str, parse: Callable[[str], float], default: float, example: str) -> float:
     """The limit in ``$env`` (parsed), or ``default``; a bad value names the variable."""
-    value = os.environ.get(env, "").strip()
-    if not value:
-        return default
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise FieldError(env, str(exc), f"set it to e.g. {example}") from None
+    return env_value(env, parse, default, what="a limit", example=example)
 
 
 def memory_limit() -> int:
@@ -132,14 +126,15 @@ def format_seconds(seconds: float) -> str:
 def check_time(scenario: Scenario, seconds: float, field: str) -> None:
     """Refuse a scenario whose estimated wall time exceeds :func:`time_limit`, naming
     the field that dominates it (a run that would not finish is an error now, not a
-    silent hang later)."""
+    silent hang later). ``--allow-large`` lifts it."""
     limit = time_limit()
-    if not math.isfinite(seconds) or seconds > limit:
+    if (not math.isfinite(seconds) or seconds > limit) and not allow_large():
         raise FieldError(
             field,
             f"protocol {scenario.protocol!r} would take about {format_seconds(seconds)} to run "
             f"(an estimate), more than the limit of {format_seconds(limit)}",
-            f"lower {field}, or raise the limit with --max-time or {MAX_TIME_ENV} (e.g. 3d)",
+            f"lower {field}, or raise the limit with --max-time or {MAX_TIME_ENV} (e.g. 3d), "
+            "or pass --allow-large to run it anyway",
         )
 
 

@@ -17,6 +17,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from privsim.limits import ALLOW_LARGE_ENV, list_limit
 from privsim.scenarios.errors import FieldError, ScenarioError
 from privsim.sim.latency import (
     ConstantLatency,
@@ -61,9 +62,12 @@ INFINITE_OK = frozenset({"bandwidth"})
 MAX_DEPTH = 32
 
 
-def check_depth(data: Any, path: str = "", limit: int = MAX_DEPTH) -> None:
-    """Refuse data nested more than ``limit`` lists or tables deep, naming the field
-    (walked without recursion, so any depth is refused cleanly)."""
+def check_depth(
+    data: Any, path: str = "", limit: int = MAX_DEPTH, items: int | None = None
+) -> None:
+    """Refuse data nested more than ``limit`` lists or tables deep, or holding a list or
+    table of more than ``items`` entries, naming the field (walked without recursion, so
+    any depth is refused cleanly; a long list is refused before its items are read)."""
     stack: list[tuple[Any, str, int]] = [(data, path, 0)]
     while stack:
         value, where, depth = stack.pop()
@@ -72,6 +76,14 @@ def check_depth(data: Any, path: str = "", limit: int = MAX_DEPTH) -> None:
                 where,
                 f"nested more than {limit} lists or tables deep",
                 "give a plain value, list or table",
+            )
+        if items is not None and isinstance(value, Mapping | list | tuple) and len(value) > items:
+            raise ScenarioError(
+                where,
+                f"holds {len(value)} entries, more than the limit of {items} "
+                "(validating them would take minutes)",
+                "give fewer (a coalition as a count: colluding_clients = 5000), or pass "
+                f"--allow-large (allow_large=True in Python, {ALLOW_LARGE_ENV}=1) to read it anyway",
             )
         if isinstance(value, Mapping):
             stack.extend((v, _join(where, str(k)), depth + 1) for k, v in value.items())
@@ -280,8 +292,9 @@ def _plain_fields(obj: Any) -> dict[str, Any]:
 
 def from_plain(cls: type, value: Any, path: str) -> Any:
     """Validate ``value`` (a table) into the config dataclass ``cls``; ``path`` is the
-    table's dotted name, used in errors."""
-    check_depth(value, path)
+    table's dotted name, used in errors. No list in it may be longer than
+    :func:`~privsim.limits.list_limit`."""
+    check_depth(value, path, items=list_limit())
     return _dataclass(cls, value, path)
 
 

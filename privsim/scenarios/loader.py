@@ -8,8 +8,6 @@ The protocol tables a scenario may hold are those of the registered protocols.
 from __future__ import annotations
 
 import os
-import stat
-import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -17,12 +15,21 @@ from typing import Any
 
 import tomli_w
 
+from privsim.inputs import (
+    MAX_INPUT_BYTES,
+    MAX_TOML_BYTES,
+    InputFileError,
+    InputMissingError,
+    read_input_text,
+    read_toml,
+)
 from privsim.scenarios.convert import set_fields
 from privsim.scenarios.errors import ScenarioError
 from privsim.scenarios.schema import Scenario
 
 __all__ = [
     "MAX_INPUT_BYTES",
+    "MAX_TOML_BYTES",
     "InputFileError",
     "ScenarioError",
     "builtin_scenario",
@@ -31,78 +38,11 @@ __all__ = [
     "load_scenario",
     "read_input_text",
     "scenario_from_dict",
+    "scenario_path",
     "scenario_to_dict",
     "scenario_to_toml",
     "set_fields",
 ]
-
-
-#: The largest scenario, study or golden file privsim reads (64 MiB; a scenario is a few
-#: kB): an endless or huge input is refused instead of filling the memory.
-MAX_INPUT_BYTES = 64 * 2**20
-
-
-class InputFileError(ValueError):
-    """An input path that is not a regular file (a device, a FIFO, a directory) or that
-    is larger than :data:`MAX_INPUT_BYTES`; ``problem`` names the file, ``fix`` the fix."""
-
-    def __init__(self, problem: str, fix: str) -> None:
-        super().__init__(f"{problem}; {fix}")
-        self.problem = problem
-        self.fix = fix
-
-
-def _file_kind(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    kinds = (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISSOCK, "a socket"),
-    )
-    return next((words for test, words in kinds if test(mode)), "a special file")
-
-
-def read_input_text(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> str:
-    """The UTF-8 text of the regular file ``path`` (``what``: "scenario file", ...).
-
-    Devices (``/dev/zero``), FIFOs, sockets and directories are refused before a byte is
-    read (a FIFO is opened without waiting for a writer), and so is a file over ``limit``
-    bytes, with an :class:`InputFileError`. A missing or unreadable file raises the
-    ``OSError`` and text that is not UTF-8 the ``UnicodeDecodeError``, for the caller to
-    name."""
-    p = Path(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(p, flags | getattr(os, "O_BINARY", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputFileError(
-                f"{what} {str(p)[:200]!r} is {_file_kind(info.st_mode)}, not a readable "
-                "text file (privsim reads regular files only)",
-                f"give the path of a {what}, not a device, FIFO or directory",
-            )
-        if info.st_size > limit:
-            raise _too_large(p, what, f"{info.st_size:,}", limit)
-        fh = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with fh:
-        data = fh.read(limit + 1)  # the size stat reports may be 0 (/proc) or grow
-    if len(data) > limit:
-        raise _too_large(p, what, f"at least {len(data):,}", limit)
-    return data.decode("utf-8")
-
-
-def _too_large(p: Path, what: str, size: str, limit: int) -> InputFileError:
-    """The error of a file of ``size`` bytes (in words) over ``limit`` bytes."""
-    shown = f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit:,} bytes"
-    return InputFileError(
-        f"{what} {str(p)[:200]!r} is {size} bytes, more than the {shown} privsim reads as a {what}",
-        f"give the path of a {what} (a few kB of text), not a data file",
-    )
 
 
 def scenario_from_dict(data: Mapping[str, Any]) -> Scenario:
@@ -114,29 +54,13 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario TOML file."""
     p = Path(path)
     try:
-        text = read_input_text(p, "scenario file")
-    except FileNotFoundError:
+        data = read_toml(p, "scenario file")
+    except InputMissingError:
         raise ScenarioError(
             "", f"file {str(p)!r} does not exist", "give the path of a scenario .toml file"
         ) from None
-    except InputFileError as exc:  # /dev/zero, a FIFO, a directory, a huge file
+    except InputFileError as exc:  # /dev/zero, a FIFO, a directory, huge, deep, not TOML
         raise ScenarioError("", exc.problem, exc.fix) from None
-    except (OSError, ValueError) as exc:  # a directory, not UTF-8, unreadable, bad name
-        raise ScenarioError(
-            "",
-            f"{str(p)[:200]!r} is not a readable text file ({type(exc).__name__})",
-            "give a scenario .toml file",
-        ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(
-            "", f"{p} is not valid TOML ({exc})", "correct the TOML syntax"
-        ) from None
-    except RecursionError:
-        raise ScenarioError(
-            "", f"{p} nests lists or tables too deeply", "give plain values, lists and tables"
-        ) from None
     return scenario_from_dict(data)
 
 
@@ -160,12 +84,51 @@ def builtin_scenarios() -> list[str]:
 
 
 def builtin_scenario_path(name: str) -> Path:
-    path = resources.files("privsim.scenarios") / f"{name}.toml"
-    if not path.is_file():
-        raise ScenarioError(
-            "", f"no built-in scenario {name!r}", f"use one of {builtin_scenarios()}"
+    """The file of the built-in scenario ``name``: a name of :func:`builtin_scenarios`
+    only, never a path (``../studies/example`` or ``/etc/x`` is a :class:`ScenarioError`
+    listing the built-ins)."""
+    names = builtin_scenarios()
+    if name not in names:
+        text = str(name)
+        shown = repr(text if len(text) <= 60 else text[:60] + "…")
+        path_like = any(mark in text for mark in ("/", "\\", ".."))
+        problem = f"no built-in scenario {shown}" + (
+            " (a built-in is named, never given as a path)" if path_like else ""
         )
-    return Path(str(path))
+        raise ScenarioError("", problem, f"use one of {names}")
+    return Path(str(resources.files("privsim.scenarios") / f"{name}.toml"))
+
+
+def scenario_path(ref: str | Path, *, root: Path | None = None) -> Path:
+    """The file a command's scenario argument ``ref`` names: a path that exists
+    (relative to ``root`` when given) wins; otherwise a built-in scenario's name — no
+    path separator, no ``.toml`` — is that built-in's file (so ``privsim run blr`` runs
+    the built-in unless a file ``blr`` is in the folder). Anything else is a
+    :class:`ScenarioError` listing the built-ins."""
+    text = str(ref)
+    candidate = Path(text) if root is None else root / text
+    if _exists(candidate):
+        return candidate
+    names = builtin_scenarios()
+    is_name = not any(mark and mark in text for mark in ("/", os.sep, os.altsep))
+    if is_name and text in names:
+        return builtin_scenario_path(text)
+    shown = repr(text if len(text) <= 200 else text[:200] + "…")  # not a screenful
+    problem = (
+        f"{shown} is neither a scenario file nor a built-in scenario"
+        if is_name and not text.endswith(".toml")
+        else f"file {shown} does not exist"
+    )
+    raise ScenarioError(
+        "", problem, f"give the path of a scenario .toml file, or one of the built-ins {names}"
+    )
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
 
 
 def builtin_scenario(name: str = "quickstart") -> Scenario:

@@ -71,7 +71,11 @@ class PopulationConfig:
     """``clients`` data holders (N) and ``compute_nodes`` (M, DCA only)."""
 
     clients: int
+    """N, the number of clients (data holders; a protocol's owners or parties where it has them),
+    at least 2."""
     compute_nodes: int = 3
+    """M, the compute nodes of a DCA secure sum (DCA, and BLR and RACE when
+    they sum through DCA)."""
 
     def __post_init__(self) -> None:
         if self.clients < 2:
@@ -93,11 +97,22 @@ class NetworkConfig:
     link: LinkSpec = field(
         default_factory=lambda: LinkSpec(latency=LogNormalLatency(median=0.05, sigma=0.5))
     )
+    """The default link of every directed pair of parties: latency model, uplink bandwidth and
+    loss (the ``[network.link]`` table)."""
     overrides: tuple[LinkOverride, ...] = ()
+    """Link parameters replaced for messages from a role or party to another
+    (``[[network.overrides]]`` tables)."""
     topology: Literal["complete", "star", "edges"] = "complete"
+    """``complete`` (every pair may talk), ``star`` (every message goes to or from
+    ``star_center``) or ``edges`` (only the pairs in ``edges``); sending across a missing edge
+    is an error."""
     star_center: str = ""
+    """The party at the centre of a ``star`` topology, e.g. ``aggregator``."""
     edges: tuple[tuple[str, str], ...] = ()
+    """The undirected edges of an ``edges`` topology, as pairs of party ids."""
     encryption: Literal["aes-gcm", "none"] = "aes-gcm"
+    """``aes-gcm`` seals every message with AES-256-GCM under keys agreed by X25519 (wire sizes
+    are ciphertext sizes); ``none`` skips the cryptography and changes no protocol result."""
 
     def __post_init__(self) -> None:
         if self.topology == "star" and not self.star_center:
@@ -120,7 +135,11 @@ class ThreatConfig:
     ``colluding_servers`` names compute nodes (``compute-0``…) or the ``aggregator``."""
 
     colluding_clients: int | tuple[str, ...] = 0
+    """The colluding clients: a count, the members drawn at random from the run's streams, or a
+    list of party ids (``["client-3", ...]``)."""
     colluding_servers: tuple[str, ...] = ()
+    """Colluding servers by party id: compute nodes (``compute-0``, ...), the ``aggregator``, a
+    curator or a protocol's own server roles."""
 
     def __post_init__(self) -> None:
         if isinstance(self.colluding_clients, int) and self.colluding_clients < 0:
@@ -140,10 +159,20 @@ class PrivacyConfig:
     guarantee is not met unless this is ``allow`` (studies of attacks)."""
 
     epsilon: float
+    """The target ε of the budget: mechanisms are calibrated to it and the ledger refuses a plan
+    that exceeds it (at most 10⁴)."""
     delta: float
+    """The target δ, in (0, 1); the achieved ε is reported at this δ."""
     neighbour: Literal["replace_one", "add_remove"] = "replace_one"
+    """Neighbouring data sets: ``replace_one`` (one record replaced) or ``add_remove`` (one record
+    added or removed); it sets the sensitivities."""
     calibration: Literal["exact", "classic"] = "exact"
+    """Gaussian noise calibration: ``exact`` (the analytic Gaussian mechanism) or ``classic`` (σ =
+    √(2 ln(1.25/δ))·Δ/ε, for paper-faithful reproductions; not a proven guarantee for ε ≥ 1)."""
     on_overspend: Literal["refuse", "warn", "allow"] = "refuse"
+    """A mechanism whose planned composition exceeds the budget is refused (``refuse``: nothing
+    runs, exit status 2), runs with a warning (``warn``) or runs silently (``allow``, for
+    studies of attacks)."""
 
     def __post_init__(self) -> None:
         require_positive("privacy.epsilon", self.epsilon)
@@ -164,14 +193,26 @@ class ScenarioFields:
     """The common part of a scenario: every protocol reads these tables."""
 
     name: str
+    """The scenario's name, used in result file names: 1 to 128 letters, digits, ``.``, ``_`` or
+    ``-``, starting with a letter or digit."""
     population: PopulationConfig
+    """The ``[population]`` table."""
     privacy: PrivacyConfig
+    """The ``[privacy]`` table."""
     seed: int = 0
+    """The default root seed of a run (``--seed`` overrides it); every random stream is derived
+    from it by name."""
     protocol: str = "dca"
+    """The protocol to run: a registered name (``privsim protocols`` lists them)."""
     baseline: bool = True
+    """DCA only: also run the trusted-aggregator baseline on the same data and report it under
+    ``methods.trusted_aggregator``."""
     network: NetworkConfig = field(default_factory=NetworkConfig)
+    """The ``[network]`` table."""
     faults: FaultSpec = field(default_factory=FaultSpec)
+    """The ``[faults]`` table."""
     threat: ThreatConfig = field(default_factory=ThreatConfig)
+    """The ``[threat]`` table."""
 
     def __post_init__(self) -> None:
         check_safe_name("name", self.name)

@@ -35,13 +35,21 @@ class FaultSpec:
     """
 
     absent: float = 0.0
+    """Probability that a party of ``roles`` never starts (offline all along)."""
     crash: float = 0.0
+    """Probability that a party of ``roles`` crashes at a time uniform in ``crash_window``."""
     crash_window: tuple[float, float] = (0.0, 1.0)
+    """The interval [start, end] of simulated seconds in which random crashes happen."""
     straggler_fraction: float = 0.0
+    """Fraction of the parties of ``roles`` that are stragglers."""
     straggler_slowdown: float = 1.0
+    """Factor by which a straggler's sends take longer (transmission and latency)."""
     roles: tuple[str, ...] = ("client",)
+    """The roles the random faults apply to, e.g. ``["client"]`` or ``["client", "compute"]``."""
     absent_parties: tuple[str, ...] = ()
+    """Parties absent from the start, by id (on top of the random ones)."""
     crashes: tuple[tuple[str, float], ...] = ()
+    """Crashes at given times, as ``[party id, simulated seconds]`` pairs."""
 
     def __post_init__(self) -> None:
         _check_probability("absent", self.absent)

@@ -55,6 +55,7 @@ class ConstantLatency:
     """Every message takes exactly ``value`` seconds."""
 
     value: float
+    """The delay of every message, in seconds."""
 
     def __post_init__(self) -> None:
         _check_nonneg("value", self.value)
@@ -75,7 +76,9 @@ class UniformLatency:
     """Delay uniform on ``[low, high]``."""
 
     low: float
+    """The shortest delay, in seconds."""
     high: float
+    """The longest delay, in seconds."""
 
     def __post_init__(self) -> None:
         _check_nonneg("low", self.low)
@@ -101,8 +104,11 @@ class LogNormalLatency:
     :func:`privsim.sim.portable.exp`, so a delay has the same bits on every CPU."""
 
     median: float
+    """The median delay before ``shift``, in seconds."""
     sigma: float
+    """The standard deviation of the delay's logarithm (the tail's weight)."""
     shift: float = 0.0
+    """A fixed propagation floor added to every delay, in seconds."""
 
     def __post_init__(self) -> None:
         _check_nonneg("median", self.median)
@@ -125,6 +131,7 @@ class EmpiricalLatency:
     """Delay drawn uniformly from measured ``samples`` (e.g. a ping trace)."""
 
     samples: tuple[float, ...]
+    """Measured delays in seconds (e.g. a ping trace); each message draws one uniformly."""
     _array: FloatArray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

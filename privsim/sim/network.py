@@ -38,8 +38,13 @@ class LinkSpec:
     """One directed link's parameters: latency model, bandwidth in bytes/s, loss probability."""
 
     latency: LatencyModel = ConstantLatency(value=0.0)  # noqa: RUF009 (immutable)
+    """The latency model of a message's flight, after transmission (a table with a ``model`` key:
+    ``constant``, ``uniform``, ``lognormal`` or ``empirical``)."""
     bandwidth: float = math.inf
+    """The sender's uplink in bytes per second: a message takes ``wire bytes / bandwidth`` seconds
+    to transmit after the sender's earlier messages (``inf``: instantaneous)."""
     loss: float = 0.0
+    """Probability that a message on this link is lost."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.latency, LatencyModel):
@@ -56,10 +61,15 @@ class LinkOverride:
     role (``"client"``) or a party (``"client-17"``); ``"*"`` matches any."""
 
     source: str
+    """The sending end: a role (``client``), a party id (``client-17``) or ``*`` for any."""
     target: str
+    """The receiving end: a role, a party id or ``*`` for any."""
     latency: LatencyModel | None = None
+    """The latency model on these links (unset: the default link's)."""
     bandwidth: float | None = None
+    """The sender's uplink in bytes per second on these links (unset: the default link's)."""
     loss: float | None = None
+    """The loss probability on these links (unset: the default link's)."""
 
     def __post_init__(self) -> None:
         if self.bandwidth is not None and not self.bandwidth > 0:

@@ -35,6 +35,7 @@ from concurrent.futures import Future, as_completed
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from privsim.limits import WORKERS_PER_CORE, env_value, parse_count, usable_cores
 from privsim.sim.lifetime import die_with_parent
 
 __all__ = [
@@ -65,24 +66,27 @@ R = TypeVar("R")
 
 def workers() -> int:
     """Worker processes a run may use (``PRIVSIM_ROUND_PROCESSES``, else the usable
-    cores, at most 4)."""
-    value = os.environ.get(ENV, "").strip()
-    if value:
-        try:
-            count = int(value)
-        except ValueError:
-            count = 0
-        if count < 1:
+    cores, at most 4); a count that is not whole, below 1 or more than
+    :data:`~privsim.limits.WORKERS_PER_CORE` per usable core is an
+    :class:`~privsim.limits.EnvError`."""
+    cores = usable_cores()
+    limit = WORKERS_PER_CORE * cores
+
+    def count(text: str) -> int:
+        n = parse_count(text, minimum=1)
+        if n > limit:  # a typo would start that many interpreters
             raise ValueError(
-                f"{ENV}={value!r} is not a worker count; set it to a whole number such as 2, "
-                "or to 1 to keep a run in one process"
+                f"more than {limit}, {WORKERS_PER_CORE} per core of this machine's {cores}"
             )
-        return count
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(4, cores))
+        return n
+
+    return env_value(
+        ENV,
+        count,
+        max(1, min(4, cores)),
+        what="a worker count",
+        example="2 (a whole number; 1 keeps a run in one process)",
+    )
 
 
 class WorkerUsage:
@@ -298,12 +302,13 @@ def _usage() -> tuple[int, float]:
         return 0, 0.0
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024, cpu
-    except OSError:  # pragma: no cover - not Linux
+    from privsim.inputs import read_input_text
+
+    try:  # the guarded reader, as for every file (/proc's report a size of 0)
+        for line in read_input_text("/proc/self/status", "process status", 2**20).splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024, cpu
+    except (OSError, ValueError):  # pragma: no cover - not Linux
         pass
     scale = 1 if sys.platform == "darwin" else 1024  # macOS reports bytes, Linux KiB
     return usage.ru_maxrss * scale, cpu

@@ -25,6 +25,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
+from privsim.inputs import InputFileError, InputTooDeepError, parse_json
+from privsim.limits import WORKERS_PER_CORE as LIMIT_PER_CORE
 from privsim.studies.study import Task
 from privsim.studies.worker import init_worker_process
 
@@ -52,11 +54,10 @@ TASK_KEYS = ("row_id", "cell", "replication", "seed")
 RunFn = Callable[[dict[str, Any], Task], dict[str, Any]]
 
 
-#: Worker processes allowed per core of this machine. A replication is CPU-bound, so
-#: more than one per core only makes them compete; a few per core are still allowed (a
-#: deliberate oversubscription), but a count far beyond (``--workers 100000``) is a typo
-#: that would start that many interpreters, so it is refused before any starts.
-WORKERS_PER_CORE = 4
+#: Worker processes allowed per core of this machine (:data:`privsim.limits.WORKERS_PER_CORE`):
+#: a count far beyond (``--workers 100000``) is a typo that would start that many
+#: interpreters, so it is refused before any starts.
+WORKERS_PER_CORE = LIMIT_PER_CORE
 
 
 class SchedulerError(RuntimeError):
@@ -226,9 +227,11 @@ def _row_problem(result: object, task: Task) -> tuple[str, dict[str, Any] | None
         return f"an object of type {type(result).__name__}, not JSON text", None
     if len(result) > MAX_ROW_CHARS:
         return f"{len(result)} characters of JSON, more than {MAX_ROW_CHARS}", None
-    try:
-        row = json.loads(result)
-    except (ValueError, RecursionError):
+    try:  # the guarded parser: its depth is checked before json recurses into it
+        row = parse_json(result, "worker's row")
+    except InputTooDeepError:
+        return f"a row nested deeper than {MAX_ROW_DEPTH} levels", None
+    except InputFileError:
         return "not valid JSON text", None
     if type(row) is not dict:
         return f"JSON {type(row).__name__}, not an object", None
@@ -256,7 +259,9 @@ def accept_row(result: object, task: Task) -> dict[str, Any]:
     if row is not None:
         return row
     refused = _died(task, 0)
-    refused["error"] = f"refused the worker's result: {problem} (see 'Dask trust' in the README)"
+    refused["error"] = (
+        f"refused the worker's result: {problem} (see 'Dask trust' in docs/explanation/studies.md)"
+    )
     return refused
 
 
@@ -350,6 +355,13 @@ class DaskExecutor:
                     "with 'dask scheduler', or use --scheduler local"
                 ) from None
             self.workers = len(self.client.scheduler_info().get("workers", {})) or 1
+            if workers is not None and workers > self.workers:  # the cluster has its own
+                self.client.close()
+                raise WorkerCountError(
+                    f"--workers {workers}: the cluster at {scheduler!r} has {self.workers} "
+                    f"worker{'s' * (self.workers != 1)}; give --workers {self.workers} or "
+                    "fewer, or leave --workers out to use them all"
+                )
 
     def run(
         self, fn: RunFn, base: dict[str, Any], tasks: Sequence[Task]

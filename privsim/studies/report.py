@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from privsim.analysis.summary import grid_columns, metrics_of, summarise, views_of
+from privsim.outputs import make_folder, write_text
 from privsim.studies.store import load
 
 __all__ = ["metric_table", "write_report"]
@@ -69,13 +70,12 @@ def metric_table(rows: Any, keys: list[str]) -> Any:
 
 
 def _study_name(directory: Path) -> str:
-    """The study's own name (from its results directory), else the directory's."""
-    import json
+    """The study's own name (from its results directory's ``study.json``, read through
+    the guarded reader: a damaged one is a named error), else the directory's."""
+    from privsim.studies.sweep import STUDY_FILE, read_study_file
 
-    try:
-        return str(json.loads((directory / "study.json").read_text(encoding="utf-8"))["name"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return directory.name
+    study = read_study_file(directory / STUDY_FILE, missing_ok=True)
+    return str(study.get("name") or directory.name)
 
 
 def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
@@ -84,14 +84,14 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
 
     directory = Path(directory)
     frame = load(directory)
+    name = _study_name(directory)  # before anything is written
     summary = summarise(frame)
-    out = directory / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(directory, "report", "report directory")  # a link out is refused
     figures = draw_study(frame, summary, out) if not summary.empty else []
     keys = grid_columns(frame)
     status = frame.groupby("status").size().to_dict() if "status" in frame else {}
     parts = [
-        f"# Study report: {_study_name(directory)}",
+        f"# Study report: {name}",
         "",
         f"{len(frame)} replications: "
         + ", ".join(f"{n} {s}" for s, n in sorted(status.items()))
@@ -121,6 +121,5 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
     if not errors.empty:
         parts += ["", "## Failed replications", ""]
         parts += [f"- `{r['row_id']}`: {r.get('error', '')}" for _, r in errors.head(20).iterrows()]
-    md = out / "summary.md"
-    md.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    md = write_text("summary.md", "\n".join(parts) + "\n", within=out, what="report")
     return md, figures

@@ -34,7 +34,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from privsim.inputs import InputFileError, Shape, input_exists, parse_json, read_input_head
 from privsim.kit.result import without_timing
+from privsim.outputs import open_lock, output_folder, refuse_links_out
 from privsim.studies.study import StudyError
 
 try:
@@ -67,6 +69,27 @@ _UNSTARTED_HINT = (
     ", as a sweep stopped before its first write leaves it (run that sweep again to resume it)"
 )
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The files SQLite writes in place for a store (the database and the files beside it).
+_STORE_FILES = (DB_NAME, *(DB_NAME + side for side in _SIDE_FILES))
+#: What a stored row must look like: its identity, its status, and the flags the
+#: summaries count (a guarantee that is "yes" is refused here, not by pandas later).
+ROW_SHAPE = Shape(
+    top=dict,
+    required={"row_id": str, "cell": str, "replication": int, "seed": int, "status": str},
+    optional={
+        "protocol": str,
+        "grid": dict,
+        "privacy": dict,
+        "privacy.guarantee_met": (bool, type(None)),
+        "privacy.non_private": (bool, type(None)),
+        "methods": dict,
+        "methods.*": dict,
+        "methods.*.privacy": dict,
+        "methods.*.privacy.guarantee_met": (bool, type(None)),
+        "methods.*.privacy.non_private": (bool, type(None)),
+        "error": (str, type(None)),
+    },
+)
 #: The tables and columns of a results store; any other table makes a file foreign.
 _TABLES = {
     "rows": ("row_id", "cell", "replication", "seed", "status", "row"),
@@ -118,9 +141,8 @@ def is_unstarted(path: str | Path) -> bool:
             return False
         if path.stat().st_size == 0:
             return True
-        with path.open("rb") as fh:
-            head = fh.read(100)
-    except OSError:
+        head = read_input_head(path, "results store", 100)
+    except (OSError, InputFileError):
         return False
     if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
         return False
@@ -143,7 +165,7 @@ def check_store(path: str | Path, *, unstarted_ok: bool = False) -> None:
     with ``unstarted_ok`` (for a sweep, which replaces it), an unstarted one
     (:func:`is_unstarted`)."""
     path = Path(path)
-    if not path.exists():
+    if not input_exists(path, "results store"):  # a name too long: named, not an OSError
         return
     if not path.is_file():
         raise _unusable(path, "is not a regular file")
@@ -153,10 +175,9 @@ def check_store(path: str | Path, *, unstarted_ok: bool = False) -> None:
         what = "is empty (0 bytes)" if path.stat().st_size == 0 else "has no tables"
         raise _unusable(path, what + _UNSTARTED_HINT)
     try:
-        with path.open("rb") as fh:
-            head = fh.read(100)
-    except OSError as exc:
-        raise _unusable(path, f"cannot be read ({exc.strerror})") from None
+        head = read_input_head(path, "results store", 100)
+    except InputFileError as exc:  # a FIFO swapped in, no permission
+        raise _unusable(path, f"cannot be read ({exc.reason})") from None
     if not head:
         raise _unusable(path, "is empty (0 bytes)")
     if not head.startswith(_SQLITE_MAGIC):
@@ -288,7 +309,9 @@ class ResultStore:
                     raise FileNotFoundError(f"no study results at {self.path}")
                 self._db = _read_only(self.path)
                 return
-            self.directory.mkdir(parents=True, exist_ok=True)
+            output_folder(self.directory, "results directory")
+            # SQLite writes these in place, following links: none may lead outside
+            refuse_links_out(self.directory, _STORE_FILES, "results store file")
             _create(self.path)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -354,12 +377,12 @@ class ResultStore:
 
     def _decode(self, row_id: str, text: str) -> dict[str, Any]:
         try:
-            row = json.loads(text)
-        except (ValueError, RecursionError):
-            row = None
-        if not isinstance(row, dict):
-            raise _unusable(self.path, f"holds a row {row_id[:40]!r} that is not a JSON object")
-        return row
+            row = parse_json(text, "stored row", source=row_id[:40], shape=ROW_SHAPE)
+        except InputFileError as exc:  # not JSON, too deep, a list, a "yes" guarantee
+            raise _unusable(
+                self.path, f"holds a row {row_id[:40]!r} that privsim cannot use ({exc.reason})"
+            ) from None
+        return dict(row)
 
     def rows(self) -> list[dict[str, Any]]:
         found = self._db.execute("SELECT row_id, row FROM rows ORDER BY row_id")
@@ -379,7 +402,7 @@ def load(directory: str | Path) -> Any:
     import pandas as pd
 
     path = Path(directory) / DB_NAME
-    if not path.exists():
+    if not input_exists(path, "results store"):
         raise FileNotFoundError(
             f"no study results at {path}; run 'privsim sweep STUDY.toml --out {directory}'"
         )
@@ -407,7 +430,7 @@ def _infinite_as_floats(frame: Any) -> Any:
 
 def stored_row(directory: str | Path, row_id: str) -> dict[str, Any] | None:
     """One stored row, read-only; None when there is no store or no such row."""
-    if not (Path(directory) / DB_NAME).exists():
+    if not input_exists(Path(directory) / DB_NAME, "results store"):
         return None
     with ResultStore(directory, readonly=True) as store:
         return store.row(row_id)
@@ -418,11 +441,11 @@ def lock_directory(directory: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on a study directory (``sweep.lock`` in it, which records the
     holder's pid); a second holder is refused at once with :class:`StoreBusyError`. The
     operating system releases the lock when its process ends, even by ``kill -9``."""
-    path = Path(directory) / LOCK_NAME
     if fcntl is None:  # pragma: no cover - not POSIX
         yield
         return
-    fh = path.open("a+", encoding="utf-8")
+    # O_NOFOLLOW: a sweep.lock that is a link (to a file of the user's, say) is refused
+    fh = open_lock(directory, LOCK_NAME, "sweep lock file")
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

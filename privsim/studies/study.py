@@ -30,25 +30,24 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import reprlib
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from privsim import registry
+from privsim.inputs import InputMissingError, read_toml
+from privsim.limits import MAX_CELLS, allow_large, env_value, parse_count
 from privsim.progress import track
 from privsim.scenarios.convert import check_depth, set_fields
 from privsim.scenarios.loader import (
     InputFileError,
     ScenarioError,
-    builtin_scenario_path,
     builtin_scenarios,
-    read_input_text,
     scenario_from_dict,
+    scenario_path,
 )
 from privsim.scenarios.schema import FieldError, Scenario, check_safe_name
 
@@ -177,51 +176,77 @@ def load_study(path: str | Path) -> Study:
 
 
 def _read_toml(p: Path, what: str) -> dict[str, Any]:
-    """A TOML file's tables, or a :class:`StudyError` naming the file."""
+    """A TOML file's tables, or a :class:`StudyError` naming the file (through the
+    guarded reader: a regular file, within the size and depth limits)."""
     try:
-        return tomllib.loads(read_input_text(p, what))
-    except FileNotFoundError:
+        return read_toml(p, what)
+    except InputMissingError:
         raise StudyError(f"{what} {str(p)!r} does not exist") from None
-    except InputFileError as exc:  # /dev/zero, a FIFO, a directory, a huge file
+    except InputFileError as exc:  # /dev/zero, a FIFO, a directory, huge, deep, not TOML
         raise StudyError(str(exc)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise StudyError(f"{p} is not valid TOML ({exc}); correct the syntax") from None
-    except (OSError, ValueError) as exc:  # a directory, not UTF-8, unreadable
-        raise StudyError(
-            f"{what} {str(p)!r} is not a readable text file ({type(exc).__name__}); "
-            "give a .toml file"
-        ) from None
-    except RecursionError:
-        raise StudyError(
-            f"{p} nests lists or tables too deeply; give plain values, lists and tables"
-        ) from None
 
 
-def _repeated(values: list[Any]) -> Any:
-    """The first value that occurs twice in ``values`` (compared as canonical JSON)."""
-    seen: set[str] = set()
+def _as_number(value: Any) -> Any:
+    """``value`` with every number that is whole written as an int (``1.0`` as ``1``), so
+    values equal as numbers compare equal as canonical JSON; booleans stay booleans."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _as_number(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_number(v) for v in value]
+    return value
+
+
+def _repeated(values: list[Any]) -> tuple[Any, Any] | None:
+    """The first value that occurs twice in ``values``, as (its first occurrence, the
+    second): compared as canonical JSON with numbers compared as numbers (``1`` and
+    ``1.0`` are the same cell)."""
+    seen: dict[str, Any] = {}
     for value in values:
-        key = json.dumps(value, sort_keys=True, default=repr)
+        key = json.dumps(_as_number(value), sort_keys=True, default=repr)
         if key in seen:
-            return value
-        seen.add(key)
+            return seen[key], value
+        seen[key] = value
     return None
 
 
-def _exists(p: Path) -> bool:
-    try:
-        return p.exists()
-    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
-        return False
+def _twice(pair: tuple[Any, Any]) -> str:
+    """A repeated value in words: ``1.0 more than once``, or ``1 and 1.0 (equal as
+    numbers)`` when they are written differently."""
+    first, second = pair
+    if json.dumps(first, sort_keys=True, default=repr) == json.dumps(
+        second, sort_keys=True, default=repr
+    ):
+        return f"{_short(first)} more than once"
+    return f"{_short(first)} and {_short(second)} (equal as numbers)"
+
+
+def _twice_case(pair: tuple[Any, Any]) -> str:
+    first, second = pair
+    if _twice(pair).endswith("more than once"):
+        return f"the case {_short(first)} is given more than once"
+    return f"the cases {_short(first)} and {_short(second)} are equal as numbers"
 
 
 def max_tasks() -> int:
-    """The limit on a study's tasks (cells × replications): ``$PRIVSIM_MAX_TASKS`` or 10⁶."""
-    value = os.environ.get(MAX_TASKS_ENV, "").strip()
-    try:
-        return int(float(value)) if value else DEFAULT_MAX_TASKS
-    except ValueError:
-        raise StudyError(f"{MAX_TASKS_ENV}={value[:40]!r} is not a number of tasks") from None
+    """The limit on a study's tasks (cells × replications): ``$PRIVSIM_MAX_TASKS`` or 10⁶
+    (lifted by ``--allow-large``)."""
+    if allow_large():
+        return sys.maxsize
+    return env_value(
+        MAX_TASKS_ENV,
+        lambda text: parse_count(text, minimum=1),
+        DEFAULT_MAX_TASKS,
+        what="a number of tasks",
+        example="2000000",
+    )
+
+
+def max_cells() -> int:
+    """The limit on a study's grid cells, each validated before the sweep starts:
+    :data:`~privsim.limits.MAX_CELLS` (lifted by ``--allow-large``)."""
+    return sys.maxsize if allow_large() else MAX_CELLS
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -264,14 +289,13 @@ def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: s
     if isinstance(base_ref, dict):
         base = dict(base_ref)
     elif isinstance(base_ref, str):
-        candidate = (root / base_ref) if root is not None else Path(base_ref)
-        if base_ref in builtin_scenarios() and not _exists(candidate):
-            candidate = builtin_scenario_path(base_ref)
-        if not _exists(candidate):
+        try:  # a file (relative to the study's folder) wins over a built-in's name
+            candidate = scenario_path(base_ref, root=root)
+        except ScenarioError:
             raise StudyError(
                 f"base {_short(base_ref)} is neither a built-in scenario {builtin_scenarios()} "
                 "nor a file"
-            )
+            ) from None
         base = _read_toml(candidate, "base scenario file")
     else:
         raise StudyError("base must be a built-in scenario name, a TOML path, or a table")
@@ -290,12 +314,18 @@ def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: s
             raise StudyError(f"grid field '{key}' must be a list of values, got {_short(values)}")
         if not values:
             raise StudyError(f"grid field '{key}' has no values; give at least one")
+        if len(values) > max_cells():  # refused before its values are compared
+            raise StudyError(
+                f"grid field '{key}' lists {len(values)} values, more than the limit of "
+                f"{MAX_CELLS} cells validated before a sweep starts; shorten it, or pass "
+                "--allow-large (allow_large=True in Python) to validate them all anyway"
+            )
         grid[key] = tuple(values)
         twice = _repeated(values)
         if twice is not None:
             raise StudyError(
-                f"grid field '{key}' lists {_short(twice)} more than once; list each value "
-                "once (a repeated cell would repeat its rows)"
+                f"grid field '{key}' lists {_twice(twice)}; list each value once (a repeated "
+                "cell would repeat its rows)"
             )
     raw_cases = data.get("cases", [])
     if not isinstance(raw_cases, list) or not all(isinstance(c, dict) and c for c in raw_cases):
@@ -305,7 +335,7 @@ def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: s
     cases = tuple(dict(c) for c in raw_cases)
     twice = _repeated(list(cases))
     if twice is not None:
-        raise StudyError(f"cases: the case {_short(twice)} is given more than once; give it once")
+        raise StudyError(f"cases: {_twice_case(twice)}; give it once")
     for i, case in enumerate(cases[1:], 1):
         if set(case) != set(cases[0]):
             odd = sorted(set(case) ^ set(cases[0]))[0]
@@ -328,6 +358,13 @@ def study_from_dict(data: Mapping[str, Any], root: Path | None = None, source: s
             f"grid: {sizes} = {study.n_cells} cells × {reps} replications = "
             f"{study.n_cells * reps} tasks, more than the limit of {max_tasks()}; shorten the "
             f"grid or lower replications, or raise the limit with {MAX_TASKS_ENV}"
+        )
+    if study.n_cells > max_cells():  # each cell is validated before any work starts
+        raise StudyError(
+            f"grid: {study.n_cells} cells, more than the limit of {MAX_CELLS} cells that are "
+            "validated before a sweep starts (about 1.5 ms each: minutes before the first "
+            "row); shorten the grid, or pass --allow-large (allow_large=True in Python) to "
+            "validate them all anyway"
         )
     try:
         scenario_from_dict(base)

@@ -9,9 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from privsim.inputs import (
+    InputFileError,
+    InputKindError,
+    InputMissingError,
+    InputShapeError,
+    InputTooLargeError,
+    Shape,
+    input_exists,
+    read_json,
+)
+from privsim.outputs import output_folder
 from privsim.progress import RowBar
 from privsim.results import write_json_atomic
-from privsim.scenarios.loader import InputFileError, read_input_text
 from privsim.studies.executors import check_workers, make_executor
 from privsim.studies.store import (
     DB_NAME,
@@ -49,26 +59,42 @@ class SweepInterrupted(KeyboardInterrupt):
         self.out, self.stored, self.total = out, stored, total
 
 
-def _read_study_file(path: Path) -> dict[str, Any]:
+#: What a results directory's ``study.json`` must look like (as a sweep writes it).
+STUDY_SHAPE = Shape(
+    top=dict,
+    required={"name": str},
+    optional={
+        "seed": int,
+        "replications": int,
+        "base": (dict, str),
+        "grid": dict,
+        "cases": list,
+        "overrides": dict,
+    },
+)
+
+
+def read_study_file(path: str | Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """A results directory's study description (``study.json``), through the guarded
+    reader: a regular file, within the size and depth limits, of :data:`STUDY_SHAPE`;
+    else a :class:`StudyError` naming the file and the field. With ``missing_ok``, a
+    missing file is an empty description."""
+    damaged = (
+        "the results directory is damaged or not a study's; restore the file, or choose "
+        "another --out directory"
+    )
     try:
-        data = json.loads(read_input_text(path, "study description"))
-    except InputFileError as exc:  # a directory, a FIFO, a huge file in its place
-        raise StudyError(
-            f"{exc.problem}: the results directory is damaged or not a study's; restore "
-            "the file, or choose another --out directory"
-        ) from None
-    except (OSError, ValueError, RecursionError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not valid JSON text"
-        raise StudyError(
-            f"{path} is unreadable ({reason}): the results directory is damaged or not a "
-            "study's; restore the file, or choose another --out directory"
-        ) from None
-    if not isinstance(data, dict):
-        raise StudyError(
-            f"{path} does not describe a study (not a JSON object); restore the file, or "
-            "choose another --out directory"
-        )
-    return data
+        return dict(read_json(path, "study description", shape=STUDY_SHAPE))
+    except InputMissingError:
+        if missing_ok:
+            return {}
+        raise StudyError(f"{path} does not exist: {damaged}") from None
+    except (InputKindError, InputTooLargeError) as exc:  # a directory, a FIFO, a huge file
+        raise StudyError(f"{exc.problem}: {damaged}") from None
+    except InputShapeError as exc:  # a list, a string, a name that is a number
+        raise StudyError(f"{path} does not describe a study ({exc.reason}): {damaged}") from None
+    except InputFileError as exc:  # unreadable, not UTF-8 JSON, nested too deeply
+        raise StudyError(f"{path} is unreadable ({exc.reason}): {damaged}") from None
 
 
 def _study_key(study: dict[str, Any]) -> str:
@@ -91,7 +117,7 @@ def _check_same_study(out: Path, study: Study) -> dict[str, Any]:
     path = out / STUDY_FILE
     mine = json.loads(json.dumps(study.to_toml_dict()))
     if path.exists():
-        theirs = _read_study_file(path)
+        theirs = read_study_file(path)
         # Row seeds do not depend on the number of replications: more (or fewer) is allowed.
         if {k: v for k, v in theirs.items() if k != "replications"} != {
             k: v for k, v in mine.items() if k != "replications"
@@ -125,13 +151,11 @@ def sweep(
     ``workers``: local worker processes (default one per core), at most
     :data:`~privsim.studies.executors.WORKERS_PER_CORE` per core and never more than the
     tasks to run."""
-    out = Path(out)
     started = time.perf_counter()
     if scheduler in (None, "", "local"):
         check_workers(workers)  # --workers 100000: refused before anything is made
-    if out.exists() and not out.is_dir():
-        raise StudyError(f"--out {out} is a file, not a directory; choose a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    # empty, a file, read-only, under a file, a name too long: named (OutputError)
+    out = output_folder(out, "--out directory")
     with lock_directory(out):
         return _sweep_locked(
             study, out, started, scheduler, workers, progress, security, show_progress
@@ -159,7 +183,7 @@ def _sweep_locked(
             # The same-study check and the first write are one transaction: a different
             # study never adds a row, even where the directory lock does not hold (NFS).
             store.claim(_study_key(mine))
-            write_json_atomic(out / STUDY_FILE, mine)
+            write_json_atomic(STUDY_FILE, mine, within=out, what="study description")
             done = store.done()
             tasks = [t for t in study.tasks() if t.row_id not in done]
             total = len(done) + len(tasks)
@@ -197,7 +221,7 @@ def load_study_dir(out: str | Path) -> Study:
     from privsim.studies.study import study_from_dict
 
     path = Path(out) / STUDY_FILE
-    if not path.exists():
+    if not input_exists(path, "study description"):
         raise StudyError(f"{out} has no {STUDY_FILE}: not a study results directory")
     check_store(Path(out) / DB_NAME)  # before any work, never written
-    return study_from_dict(_read_study_file(path))
+    return study_from_dict(read_study_file(path))

@@ -16,8 +16,16 @@ from privsim.audit import audit, audit_plan
 from privsim.audit.bounds import upper_rate
 from privsim.audit.harness import AuditResult
 from privsim.cli import main
-from privsim.protocols.summarization import SUMMARIZATION
-from privsim.protocols.summarization.audit import auction_plan
+from privsim.protocols.summarization import SUMMARIZATION, mwem
+from privsim.protocols.summarization import auction as coins
+from privsim.protocols.summarization.audit import (
+    CHOICE_ODDS,
+    RELEASES,
+    auction_plan,
+    choice_probability,
+    choice_sums,
+)
+from privsim.protocols.summarization.mwem import MarginalMwem
 from privsim.scenarios import scenario_from_dict
 from privsim.scenarios.convert import set_fields
 
@@ -104,3 +112,128 @@ def test_privsim_audit_dispatches_to_the_summarization_plan(tmp_path: Path):
         path.write_text(tomli_w.dumps(data), encoding="utf-8")
         argv = ["audit", str(path), "--trials", "20000", "--out", str(tmp_path / auction)]
         assert main(argv) == code
+
+
+# ---- MWEM (Algorithm 2, lines 5–6): one choice and one measurement -------------------
+
+#: D_v's MWEM at ε_v = 1 per iteration, one iteration (the budget then covers it), d = 8;
+#: the example's neighbours are replace-one, so the run passes Δ = 2.
+MWEM = {
+    "summarization.epsilon_validation": 1.0,
+    "summarization.t_init": 1,
+    "summarization.dimension": 8,
+}
+
+
+def test_mwem_choice_stays_below_its_claim_and_the_audit_is_near_tight():
+    """The choice audit's sums make coordinate 0 a 1/(1 + A) event with A = 7e = 19.0 on
+    D and 1/(1 + 7) on D′: the optimal test's ε is ln(20.0/8.0) = 0.917 of the claimed
+    1. 10⁵ counted trials a side put the bound near 0.88 (seeds 0–4: 0.85–0.90)."""
+    result = audit(_scenario(**MWEM), 200_000, seed=5, release="mwem-choice")
+    assert (result.claimed_epsilon, result.claimed_delta) == (1.0, 0.0)
+    assert result.test.fpr == pytest.approx(1 / (1 + 7 * math.e), abs=0.003)
+    assert result.test.fnr == pytest.approx(1 - 1 / 8, abs=0.004)
+    assert 0.75 < result.lower_bound < result.claimed_epsilon
+
+
+def test_mwem_measurement_stays_below_its_claim_and_the_audit_is_near_tight():
+    """Laplace of scale Δ/ε = 2 shifted by Δ = 2: beyond the shift the likelihood ratio
+    is e^ε exactly (and below 0, mirrored), so a threshold there, with error rates of
+    order 0.1 (well counted), approaches ε = 1 (seeds 0–4: 0.97–0.99; above 1 at most 5 % of seeds, by the bound's
+    confidence)."""
+    result = audit(_scenario(**MWEM), 200_000, seed=5, release="mwem-measurement")
+    assert (result.claimed_epsilon, result.claimed_delta) == (1.0, 0.0)
+    assert 0.8 < result.lower_bound < result.claimed_epsilon
+
+
+def test_mwem_weights_with_an_understated_sensitivity_are_caught(monkeypatch):
+    """Bug: MWEM run with Δ/2 (a replace-one change counted as one point), so the
+    exponential mechanism's weights are exp(ε·ψ/Δ): 2ε-DP. On the audit's sums (chosen
+    for the claimed ε) coordinate 0 then has probability 1/(1 + 7e²) = 0.019 on D and
+    1/(1 + 7) = 0.125 on D′: ln 6.5 = 1.88, inside what 10⁵ counted trials resolve
+    (≈ 1900 counts on D); the bound lands near 1.8 (seeds 0–4: 1.79–1.88)."""
+    correct = MarginalMwem.run
+
+    def understated(self, target, q, iterations, epsilon, sensitivity, rng, *, last=False):
+        return correct(self, target, q, iterations, epsilon, sensitivity / 2, rng, last=last)
+
+    monkeypatch.setattr(MarginalMwem, "run", understated)
+    result = audit(_scenario(**MWEM), 200_000, seed=5, release="mwem-choice")
+    assert result.claimed_epsilon == 1.0
+    assert result.exceeds_claim and result.lower_bound > 1.5
+
+
+def test_mwem_measurement_at_half_the_noise_is_caught(monkeypatch):
+    """Bug: the measurement's Laplace noise at scale Δ/(2ε): 2ε-DP (true ε = 2, well
+    inside ln(10⁵/3.7) ≈ 10). The bound lands near 1.95 (seeds 0–4: 1.75–1.99)."""
+    correct = mwem.measure
+
+    def halved(target, i, epsilon, sensitivity, rng):
+        return correct(target, i, epsilon, sensitivity / 2, rng)
+
+    monkeypatch.setattr(mwem, "measure", halved)
+    result = audit(_scenario(**MWEM), 200_000, seed=5, release="mwem-measurement")
+    assert result.claimed_epsilon == 1.0
+    assert result.exceeds_claim and result.lower_bound > 1.5
+
+
+def test_private_coins_at_twice_their_epsilon_are_caught(monkeypatch):
+    """Bug: the private coins drawn at 2·ε_auc (say, ε_auc taken per half-epoch): the
+    not-asked frequencies are 1/(1 + e) = 0.269 on D and 0.731 on D′, ln ratio exactly
+    1.0 = 2·ε_auc, inside what 10⁵ trials resolve; the bound lands near 0.99 (seeds 0–4:
+    0.98–1.00), above the claimed 0.5."""
+    correct = coins.ask_probabilities
+
+    def doubled(bidders, epsilon_auc, variant="private"):
+        return correct(bidders, 2 * epsilon_auc, variant)
+
+    monkeypatch.setattr(coins, "ask_probabilities", doubled)
+    result = audit(_scenario(), 200_000, seed=5)
+    assert result.claimed_epsilon == EPS
+    assert result.exceeds_claim and result.lower_bound > 0.9
+
+
+def test_the_mwem_releases_audit_the_implementations_law():
+    """The probe reads the implementation's probability of coordinate 0 and its
+    measurement's scale: the closed forms of the module docstring."""
+    cfg_eps, delta = 1.0, 2.0
+    d, d_prime = choice_sums(8, cfg_eps, delta)
+    assert d.tolist() == [0.0] + [4.0] * 7 and d_prime.tolist() == [2.0] + [2.0] * 7
+    assert choice_probability(d, 0.05, cfg_eps, delta) == pytest.approx(1 / (1 + 7 * math.e))
+    assert choice_probability(d_prime, 0.05, cfg_eps, delta) == pytest.approx(1 / 8)
+    plan = RELEASES.plan(_scenario(**MWEM), "mwem-measurement")
+    assert "Laplace scale 2 " in plan.statistic
+    # a tiny ε: V > W keeps A near the target odds (P(coordinate 0 | D) ≈ 5 %)
+    d, _ = choice_sums(140, 0.01, 1.0)
+    assert d[0] > d[1] >= 1.0
+    assert choice_probability(d, 0.05, 0.01, 1.0) == pytest.approx(1 / (1 + CHOICE_ODDS), rel=0.01)
+
+
+def test_privsim_audit_picks_a_release_by_name(tmp_path: Path, capsys):
+    data = set_fields(SUMMARIZATION.example, {f: v for f, v in MWEM.items()})
+    path = tmp_path / "mwem.toml"
+    path.write_text(tomli_w.dumps(data), encoding="utf-8")
+    argv = ["audit", str(path), "--trials", "20000", "--out", str(tmp_path)]
+    assert main([*argv, "--release", "mwem-measurement"]) == 0
+    out = capsys.readouterr().out
+    assert "release mwem-measurement" in out and "measurement of coordinate 0" in out
+    assert list(tmp_path.glob("audit-*-mwem-measurement-seed*.json"))
+    with pytest.raises(ValueError, match=r"no audited release 'laplace'.*mwem-choice"):
+        audit(_scenario(), 100, release="laplace")
+    assert RELEASES.names == ("auction", "mwem-choice", "mwem-measurement")
+
+
+def test_a_release_name_for_a_protocol_with_one_plan_is_refused():
+    from tests.conftest import make_scenario
+
+    with pytest.raises(ValueError, match="audits one release"):
+        audit(make_scenario(), 100, release="auction")
+
+
+def test_a_named_release_audits_the_same_on_worker_processes():
+    """The workers rebuild the named release's plan: the same statistics as in process."""
+    scenario = _scenario(**MWEM)
+    here = audit(scenario, 4_000, seed=2, release="mwem-measurement")
+    there = audit(scenario, 4_000, seed=2, release="mwem-measurement", workers=2)
+    assert there.row() | {"seconds": 0} == here.row() | {"seconds": 0}
+    assert here.release == "mwem-measurement"

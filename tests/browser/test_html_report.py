@@ -294,7 +294,7 @@ def test_hovering_a_point_names_its_row_seed_and_replay_command(opened: Any, fra
 
 
 def test_screenshot(opened: Any) -> None:
-    """The first figure with a point's hover text, for the README; and still no error
+    """The first figure with a point's hover text, for docs/explanation/studies.md; and still no error
     after the clicks and hovers of the tests before."""
     page, problems, _ = opened
     page.locator("#figures").scroll_into_view_if_needed()

@@ -1,4 +1,4 @@
-"""Helpers of the command-line tests: small scenario and study files, and running
+"""Helpers of the command-line tests: small scenario, golden and study files, and running
 ``privsim`` as a real process (for signals and pipes)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 import tomli_w
 
+from privsim.cli import main
 from privsim.scenarios import scenario_to_toml
 from tests.conftest import make_scenario
 
@@ -21,6 +22,15 @@ def scenario_file(directory: Path, name: str = "small.toml", **changes: Any) -> 
     path = directory / name
     path.write_text(scenario_to_toml(make_scenario(**changes)), encoding="utf-8")
     return path
+
+
+def golden_files(directory: Path) -> tuple[Path, Path]:
+    """The small test scenario and its golden file, written by ``privsim check --update``:
+    (scenario path, golden path)."""
+    scenario = scenario_file(directory)
+    path = directory / "golden.json"
+    assert main(["check", str(scenario), "--golden", str(path), "--update"]) == 0
+    return scenario, path
 
 
 def study_file(

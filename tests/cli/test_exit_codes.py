@@ -1,6 +1,6 @@
 """`privsim run`'s exit status: 0 released, 2 invalid or refused over budget, 3 guarantee
 not met, 4 aborted, each with its opt-in, for every built-in protocol; `privsim check`'s 1
-(documented in the README and in `privsim run --help`)."""
+(documented in docs/reference/exit-codes.md and in `privsim run --help`)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_help_documents_every_exit_status(command, capsys):
     assert "--allow-abort" in text or command == "check"
 
 
-# Every status the README lists, for every built-in protocol that can reach it, through
+# Every status docs/reference/exit-codes.md lists, for every built-in protocol that can reach it, through
 # its built-in scenario made small with --set. Covered elsewhere, not repeated here:
 # 1 from `privsim replay` (test_golden.py::test_replay_prints_the_fields_that_differ),
 # 130 and 141 (test_signals.py: Ctrl-C and a closed stdout are handled in main(), the

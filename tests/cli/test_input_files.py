@@ -1,5 +1,5 @@
 """Scenario, study, golden and study-description files are read only when they are
-regular files of at most MAX_INPUT_BYTES (64 MiB): a device (/dev/zero), a FIFO, a
+regular files of at most MAX_TOML_BYTES (4 MiB, TOML) or MAX_INPUT_BYTES (64 MiB, JSON): a device (/dev/zero), a FIFO, a
 directory or a huge file is a named error (exit 2) naming the file and the fix, and
 nothing hangs. The inputs that could hang run in a child process with a timeout."""
 
@@ -15,7 +15,12 @@ import pytest
 from privsim.cli import EXIT_INVALID, main
 from privsim.golden import GoldenError, read_golden
 from privsim.scenarios import ScenarioError, load_scenario
-from privsim.scenarios.loader import MAX_INPUT_BYTES, InputFileError, read_input_text
+from privsim.scenarios.loader import (
+    MAX_INPUT_BYTES,
+    MAX_TOML_BYTES,
+    InputFileError,
+    read_input_text,
+)
 from privsim.studies.study import StudyError, load_study
 from tests.cli.helpers import privsim_process, scenario_file, study_file
 
@@ -127,18 +132,32 @@ def test_a_directory_as_study_or_golden_is_named(tmp_path, capsys):
         read_golden(path)
 
 
-def test_a_file_over_64_mib_is_refused_unread(tmp_path, capsys):
-    big = _sparse(tmp_path / "big.toml")
-    size = f"{MAX_INPUT_BYTES + 1:,} bytes, more than the 64 MiB privsim reads"
+def test_a_file_over_its_limit_is_refused_unread(tmp_path, capsys):
+    # TOML (scenario, study) is capped at 4 MiB: tomllib parses about 1 MB/s
+    big = _sparse(tmp_path / "big.toml", MAX_TOML_BYTES + 1)
+    size = f"{MAX_TOML_BYTES + 1:,} bytes, more than the 4 MiB privsim reads"
     assert main(["validate", str(big)]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert f"scenario file '{big}' is {size} as a scenario file" in err
     assert "Fix: give the path of a scenario file (a few kB of text)" in err
+    assert "raise the limit with PRIVSIM_MAX_INPUT_BYTES=BYTES" in err
     assert main(["sweep", str(big), "--out", str(tmp_path / "out")]) == EXIT_INVALID
     assert f"study file '{big}' is {size}" in capsys.readouterr().err
+    # JSON (a golden file, study.json) at 64 MiB
+    size = f"{MAX_INPUT_BYTES + 1:,} bytes, more than the 64 MiB privsim reads"
     scenario = scenario_file(tmp_path)
     assert main(["check", str(scenario), "--golden", str(_sparse(tmp_path / "g.json"))]) == 2
     assert f"golden file '{tmp_path / 'g.json'}' is {size}" in capsys.readouterr().err
+
+
+def test_the_limit_is_raised_by_its_environment_variable(tmp_path, monkeypatch, capsys):
+    big = _sparse(tmp_path / "big.toml", MAX_TOML_BYTES + 1)
+    monkeypatch.setenv("PRIVSIM_MAX_INPUT_BYTES", str(MAX_TOML_BYTES + 1))
+    assert main(["validate", str(big)]) == EXIT_INVALID  # read now: NUL bytes are not TOML
+    assert "is not valid TOML" in capsys.readouterr().err
+    monkeypatch.setenv("PRIVSIM_MAX_INPUT_BYTES", "lots")
+    assert main(["validate", str(big)]) == EXIT_INVALID
+    assert "PRIVSIM_MAX_INPUT_BYTES='lots' is not a number of bytes" in capsys.readouterr().err
 
 
 def test_the_limit_is_inclusive_and_errors_are_typed(tmp_path):

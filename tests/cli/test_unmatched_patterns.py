@@ -12,17 +12,14 @@ from privsim import assert_golden, check_golden
 from privsim.cli import main
 from privsim.golden import UnmatchedPatternWarning, field_paths
 from privsim.runs import run
-from tests.cli.helpers import scenario_file
+from tests.cli.helpers import golden_files
 from tests.conftest import make_scenario
 
 
 @pytest.fixture
 def golden(tmp_path):
     """A small scenario and its golden file: (scenario path, golden path)."""
-    scenario = scenario_file(tmp_path)
-    path = tmp_path / "golden.json"
-    assert main(["check", str(scenario), "--golden", str(path), "--update"]) == 0
-    return scenario, path
+    return golden_files(tmp_path)
 
 
 def _check(golden, *options: str) -> int:

@@ -294,7 +294,7 @@ def test_secagg_plus_server_with_t_holders_of_one_client_is_still_not_private() 
 
 
 def test_the_documented_table_is_what_a_dca_run_credits() -> None:
-    """README / docs/secure-aggregation.md: N = 1000, T = 40 planned, 60 colluding."""
+    """docs/reproductions/dca-blr.md / secure-aggregation.md: N = 1000, T = 40 planned, 60 colluding."""
     from privsim.kit.intnoise.table import realised_rows
 
     rows = {(r["colluding"], r["dropped"]): r for r in realised_rows()}

@@ -7,7 +7,7 @@ a laptop with AVX-512 and one without. Each built-in scenario (every registered 
 the quickstart's trusted-aggregator baseline covers ``trusted_aggregator``) runs in child
 processes (``probe.py``) with full dispatch and with every dispatched feature off, and with
 one and two worker processes; then as a study through local worker processes and through
-an in-process Dask cluster. What the README promises, checked here:
+an in-process Dask cluster. What docs/explanation/reproducibility.md promises, checked here:
 
 - **bit-identical**: every message trace (routes, fates, wire bytes and the send,
   departure and receipt times, floats by their bytes) and the result's ``communication``,

@@ -79,15 +79,18 @@ def test_regression_release_covers_a_record_added_as_z_and_minus_z(monkeypatch):
     cells of every row: their sign bits are complementary), so the noise scale is 2R/ε."""
     rows, bits, eps = 3000, 3, 2.0
     x, y = _regression_data(401, 3)
-    # The record that D' leaves out lies inside the others' range, so the max-abs scaling
-    # of the columns is the same on D and D'.
-    x[-1], y[-1] = 0.5 * x[0], 0.5 * y[0]
-    assert np.all(np.abs(x[-1]) < np.abs(x[:-1]).max(axis=0)) and abs(y[-1]) < np.abs(y).max()
+    # The record that D' leaves out holds the maxima: the scaling is by public bounds
+    # (|x_j| ≤ 4, |y| ≤ 4·‖β‖₁ for the generator's N(0, 1) features), so it does not
+    # matter (tests/protocols/test_race_public_scaling.py: the old max scaling did).
+    x[-1], y[-1] = 10.0, -30.0
+    assert np.abs(x).argmax(axis=0).tolist() == [400] * 3 and np.abs(y).argmax() == 400
     spy = _Spy(monkeypatch)
     for n in (401, 400):
         RaceRegressor.fit(
             x[:n],
             y[:n],
+            x_bound=4.0,
+            y_bound=14.0,
             rows=rows,
             bits=bits,
             epsilon=eps,
@@ -137,7 +140,15 @@ def test_without_epsilon_nothing_is_released_with_noise(monkeypatch):
     spy = _Spy(monkeypatch)
     x, y = _regression_data(50, 7)
     RaceRegressor.fit(
-        x, y, rows=10, bits=2, epsilon=None, rng=np.random.default_rng(8), iterations=1
+        x,
+        y,
+        x_bound=4.0,
+        y_bound=14.0,
+        rows=10,
+        bits=2,
+        epsilon=None,
+        rng=np.random.default_rng(8),
+        iterations=1,
     )
     RaceClassifier.fit(
         x,

@@ -9,7 +9,7 @@ routes and fates exactly (digests of integer arrays), floats — the released su
 rounds' closing times and every message's send, departure and receipt time — within the
 default tolerance (relative 1e-9), never by the hash of their bytes, so that a file
 written on one CPU checks on any other. (The simulated times are in fact the same bits on
-any CPU, see tests/portability; the tolerance is what the README promises.) Rounds of more
+any CPU, see tests/portability; the tolerance is what docs/explanation/reproducibility.md promises.) Rounds of more
 than ``LISTED`` messages keep summary statistics of their times instead of every value.
 
 Regenerate (only when a change is meant to alter what is simulated):

@@ -155,7 +155,7 @@ def test_on_a_users_csv_the_private_summary_sits_between_greedy_and_uniform_in_m
 
 
 def test_on_a_users_csv_the_curator_is_parsimonious_and_the_budget_holds(paper_runs):
-    """Parsimony (§3, redone for the private coins in docs/summarization.md): the owners'
+    """Parsimony (§3, redone for the private coins in docs/reproductions/summarization-details.md): the owners'
     points accessed have expectation at most ``parsimony_bound`` (p·Σp_i + K·⌊p/τ⌋);
     their mean over the seeds may exceed it by at most 3 standard errors (measured:
     176 ± 6 against a bound of 268.8). The guarantee is met in every replication and
@@ -177,7 +177,7 @@ def test_on_a_users_csv_the_curator_is_parsimonious_and_the_budget_holds(paper_r
 
 def test_on_a_users_csv_the_private_summary_is_as_accurate_as_uniform(paper_runs):
     """The paper's other claim, private greedy beating uniform in target accuracy, does
-    not hold on the built-in set-ups (docs/summarization.md, Results) and is not asserted
+    not hold on the built-in set-ups (docs/reproductions/summarization-details.md, Results) and is not asserted
     here. Checked: the private summary loses nothing against uniform (the paired
     difference private − uniform in linear-SVM accuracy may fall below 0 by at most 3
     standard errors of its mean) and its classifier beats predicting the test set's

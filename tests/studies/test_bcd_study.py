@@ -40,9 +40,14 @@ def test_bcd_sweep_tabulates_aborts_r2_and_draws_one_factor_figures(tmp_path):
     assert len(released) > 0
     assert released["accuracy.r2"].notna().all()
     # a published run took all k·T steps: simple composition spends exactly the target ε
+    # (δ = 0); where the worst-case pair's PLD at δ is over 1 % tighter (10 steps of
+    # 0.05: 0.49 at 1e-5), that is reported instead, at δ, and stays within the target
     eps = released["privacy.achieved_epsilon"].astype(float)
-    assert (eps - released["grid.privacy.epsilon"]).abs().max() < 1e-9
-    assert (released["privacy.delta"] == 0.0).all() and released["privacy.guarantee_met"].all()
+    target = released["grid.privacy.epsilon"]
+    pure = released["privacy.delta"] == 0.0
+    assert (eps[pure] - target[pure]).abs().max() < 1e-9
+    assert ((eps[~pure] < 0.99 * target[~pure]) & (released["privacy.delta"][~pure] == 1e-5)).all()
+    assert released["privacy.guarantee_met"].all()
     # the protocol's own columns (bcd flatten): steps, the centralised reference, R² path
     assert (released["bcd.steps"] == 2 * 5).all() and (released["bcd.iterations"] == 5).all()
     assert released["bcd.reference.r2_central"].notna().all()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import math
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -350,14 +351,14 @@ def test_a_store_that_cannot_be_read_is_named_with_the_reason(tmp_path, monkeypa
     with ResultStore(tmp_path) as store:
         store.add(_row("c0/r0"))
     path = tmp_path / DB_NAME
-    real_open = Path.open
+    real_open = os.open  # the guarded reader opens with os.open (non-blocking, no follow)
 
-    def refusing_open(self, *args, **kwargs):
-        if self == path:
-            raise OSError(errno.EACCES, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def refusing_open(file, *args, **kwargs):
+        if os.fspath(file) == str(path):
+            raise OSError(errno.EACCES, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", refusing_open)
+    monkeypatch.setattr(os, "open", refusing_open)
     with pytest.raises(StoreError) as caught:
         check_store(path)
     assert str(caught.value) == (

@@ -42,19 +42,44 @@ class DcaConfig:
     shows what the claim costs."""
 
     tolerated: int = 0
+    """T of Theorem 1: the dropped-or-colluding clients the noise is scaled for (each client adds
+    σ²/(N − T − 1))."""
     fraction_bits: int = 32
+    """Fixed-point fraction bits (1 to 52): inputs are scaled by 2^fraction_bits before sharing."""
     share_timeout: float = 1.0
+    """Simulated seconds the compute nodes wait for the clients' shares."""
     agreement_timeout: float = 0.5
+    """Simulated seconds the compute nodes wait for each other's sets of received clients
+    (§3.1.3)."""
     sum_timeout: float = 0.5
+    """Simulated seconds the output party waits for the compute nodes' sums."""
     on_excess_dropout: Literal["abort", "release"] = "abort"
+    """More than T clients missing: ``abort`` (release nothing) or ``release`` (release and report
+    the weaker guarantee)."""
     delivery: Literal["auto", "per_message", "batched"] = "auto"
+    """How client shares travel: ``per_message`` (one event per share), ``batched`` (one event per
+    node, identical results) or ``auto`` (batched from 100 clients)."""
     noise: Literal["gaussian", "discrete_gaussian", "skellam"] | None = None
+    """The clients' noise: ``gaussian`` (continuous, fixed point mod 2^64; the default when
+    unset), ``discrete_gaussian`` or ``skellam`` (integer noise mod 2^b)."""
     modulus_bits: int | None = None
+    """b of integer noise's arithmetic mod 2^b (unset: the planner's smallest safe b; a smaller b
+    is refused)."""
     wrap_probability: float | None = None
+    """Integer noise: the largest accepted probability that any coordinate of the sum wraps around
+    (unset: 1e-9)."""
     rounding_beta: float | None = None
+    """Integer noise: β of conditional randomised rounding (unset: e^(−1/2))."""
     shares: Literal["full", "seeded", "shamir"] | None = None
+    """Share mode: ``full`` (M additive shares of d words; the default when unset), ``seeded`` (M
+    − 1 shares as 32-byte seeds and one correction) or ``shamir`` (``threshold``-of-M shares
+    mod 2^61 − 1)."""
     threshold: int | None = None
+    """t of Shamir shares (2 ≤ t ≤ M): the compute nodes whose sums reconstruct the total; only
+    with ``shares = "shamir"``."""
     false_claims: int | None = None
+    """D: each colluding compute node falsely claims the first D honest clients' shares never
+    arrived (an active adversary; unset: none)."""
 
     def __post_init__(self) -> None:
         if self.tolerated < 0:

@@ -20,7 +20,7 @@ from privsim.protocols.bcd.attacks import ATTACKS
 from privsim.protocols.bcd.audit import audit_plan
 from privsim.protocols.bcd.config import BcdConfig
 from privsim.protocols.bcd.data import load_partitioned
-from privsim.protocols.bcd.experiment import party_names, run_bcd
+from privsim.protocols.bcd.experiment import party_names, plan_ledger, run_bcd
 from privsim.protocols.bcd.figures import draw_study
 from privsim.protocols.bcd.maths import LocalBlock
 from privsim.protocols.bcd.reference import paper_values
@@ -157,6 +157,7 @@ BCD = ProtocolSpec(
     summary="(DP) block coordinate descent on vertically partitioned data (de Jong et al. 2022)",
     tables={"bcd": BcdConfig},
     run=run_bcd,
+    plan=plan_ledger,
     example=EXAMPLE,
     audit=audit_plan,
     attacks=ATTACKS,

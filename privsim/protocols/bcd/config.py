@@ -24,8 +24,14 @@ class BcdConfig:
     party 0 holds the label. ``dataset``: ``"synthetic"`` (``records`` × ``predictors``
     standard normal, equicorrelated with ``correlation``; β ~ N(``beta_mean``,
     ``beta_sd``²); noise set for the population ``r_squared``), ``"forestfires"``,
-    ``"garments"`` (registry, paper's preprocessing) or ``"csv"``. ``blocks`` names each
-    party's columns for named data (default: the paper's split, or an even split).
+    ``"garments"`` (registry, paper's preprocessing: forest fires' numeric columns
+    standardised as the authors did, garments unscaled) or ``"csv"`` (``csv_path`` with
+    ``features`` and ``target`` columns). A user's CSV is used as given — never centred
+    by its own means, which would be statistics of the private data outside the privacy
+    ledger — minus public centres when given: ``feature_centres`` (one per feature, in
+    the order of ``features``) and ``target_centre``. BCD fits no intercept (as the
+    paper), so give centres known in advance. ``blocks`` names each party's columns for
+    named data (default: the paper's split, or an even split).
     ``method``: ``"dp-bcd"`` (Algorithm 2) or ``"bcd"`` (Algorithm 1). ``stopping``:
     ``"iterations"`` (exactly ``iterations`` passes) or ``"convergence"`` (stop when a pass
     lowers ‖v‖² by at most ``convergence_bound``, at most ``iterations`` passes).
@@ -40,26 +46,58 @@ class BcdConfig:
     voids the proof (non-private too)."""
 
     method: Literal["dp-bcd", "bcd"] = "dp-bcd"
+    """``dp-bcd`` (Algorithm 2, objective perturbation) or ``bcd`` (Algorithm 1, not private)."""
     dataset: str = "synthetic"
+    """``synthetic``, ``forestfires``, ``garments`` (registry, the paper's preprocessing) or
+    ``csv`` (your file)."""
     csv_path: str = ""
+    """``dataset = "csv"``: the file, relative to the working directory."""
     features: tuple[str, ...] = ()
+    """``dataset = "csv"``: the feature columns."""
     target: str = ""
+    """``dataset = "csv"``: the label column (held by party 0)."""
+    feature_centres: tuple[float, ...] = ()
+    """``dataset = "csv"``: one public centre per feature, subtracted from it (empty: used as
+    given; BCD fits no intercept)."""
+    target_centre: float = 0.0
+    """``dataset = "csv"``: a public centre subtracted from the target."""
     blocks: tuple[tuple[str, ...], ...] = ()
+    """Each party's columns, one list per party (empty: the paper's split for its data sets, else
+    an even split)."""
     parties: int = 2
+    """k, the parties holding disjoint column blocks (at least 2)."""
     records: int = 1000
+    """``dataset = "synthetic"``: N, the records."""
     predictors: int = 9
+    """``dataset = "synthetic"``: the columns."""
     correlation: float = 0.3
+    """``dataset = "synthetic"``: the equicorrelation of the standard normal predictors."""
     r_squared: float = 0.3
+    """``dataset = "synthetic"``: the population R² the noise is set for."""
     beta_mean: float = 2.0
+    """``dataset = "synthetic"``: the mean of the true coefficients."""
     beta_sd: float = 1.5
+    """``dataset = "synthetic"``: the standard deviation of the true coefficients."""
     iterations: int = 5
+    """T, the passes over the parties (the most passes with ``stopping = "convergence"``)."""
     gamma: float = 1.2
+    """γ > 1: a step is aborted when ‖v_out‖ > ξ = γ‖v − Xβ̂‖."""
     step_budget: Literal["split", "whole"] = "split"
+    """``split`` gives each step ε/(kT), as Algorithm 2; ``whole`` gives every step the whole ε
+    (over budget: refused unless ``privacy.on_overspend`` allows)."""
     length_scale: Literal["proof", "prose"] = "proof"
+    """The perturbation length's standard deviation: ``proof`` (ξ/√ε_step, what the proof needs)
+    or ``prose`` (ξ/ε_step, the paper's prose; not ε-DP, recorded as non-private)."""
     abort_rule: bool = True
+    """``false`` publishes even when ‖v_out‖ > ξ, which voids the proof
+    (recorded as non-private)."""
     stopping: Literal["iterations", "convergence"] = "iterations"
+    """``iterations`` (exactly ``iterations`` passes) or ``convergence`` (stop when a pass lowers
+    ‖v‖² by at most ``convergence_bound``)."""
     convergence_bound: float = 0.0
+    """B_C of the convergence criterion."""
     step_timeout: float = 10.0
+    """Simulated seconds a party waits for the next message before it stops with a timeout."""
 
     def __post_init__(self) -> None:
         if self.parties < 2:
@@ -111,6 +149,7 @@ class BcdConfig:
             raise FieldError(
                 "bcd.dataset", f"no data set {shown!r}", f"use one of {list(DATASETS)}"
             )
+        self._check_centres()
         if self.dataset == "csv" and self.target in self.features:
             raise FieldError(
                 "bcd.target",
@@ -138,6 +177,39 @@ class BcdConfig:
             if getattr(self, name) < 0:
                 raise FieldError(
                     f"bcd.{name}", f"must be >= 0, got {getattr(self, name)}", "give 0 or more"
+                )
+
+    def _check_centres(self) -> None:
+        """Public centres belong to a CSV: one finite number per feature."""
+        given = [
+            name
+            for name, value in (
+                ("feature_centres", self.feature_centres),
+                ("target_centre", self.target_centre),
+            )
+            if value
+        ]
+        if given and self.dataset != "csv":
+            raise FieldError(
+                f"bcd.{given[0]}",
+                f"public centres apply to a user's CSV only; data set {self.dataset!r} is "
+                "prepared as the paper's authors did",
+                "remove it, or use dataset = 'csv'",
+            )
+        if self.feature_centres and len(self.feature_centres) != len(self.features):
+            raise FieldError(
+                "bcd.feature_centres",
+                f"{len(self.feature_centres)} centres for {len(self.features)} features",
+                "give one public centre per feature, in the order of bcd.features",
+            )
+        centres = [(f"bcd.feature_centres[{j}]", c) for j, c in enumerate(self.feature_centres)]
+        for name, value in [*centres, ("bcd.target_centre", self.target_centre)]:
+            if not (math.isfinite(value) and abs(value) <= SCALE_LIMIT):
+                raise FieldError(
+                    name,
+                    f"must be finite and at most {SCALE_LIMIT:g} in size, got {value!r}",
+                    "give a public centre known in advance (not the data's mean), or leave "
+                    "it out to use the column as given",
                 )
 
     def _check_blocks(self) -> None:

@@ -145,8 +145,10 @@ def _blocks(
 
 def load_partitioned(cfg: BcdConfig, rng: np.random.Generator) -> PartitionedData:
     """The configured data set split into the parties' blocks. The paper's data sets are
-    prepared as the authors did (no intercept); a user's CSV is centred (every party
-    centres its own columns, the label owner y), so no intercept is needed."""
+    prepared as the authors did (no intercept). A user's CSV is used as given, minus the
+    public centres of the config (``bcd.feature_centres``, ``bcd.target_centre``):
+    centring by its own column means would release statistics of every record outside
+    the privacy ledger."""
     if cfg.dataset == "synthetic":
         return synthetic(cfg, rng)
     second: tuple[str, ...] = ()
@@ -159,11 +161,20 @@ def load_partitioned(cfg: BcdConfig, rng: np.random.Generator) -> PartitionedDat
     elif cfg.dataset == "csv":
         table = load_csv(cfg.csv_path, features=cfg.features, target=cfg.target)
         x, y, columns = table.X, table.y, table.features
-        x, y = x - x.mean(axis=0), y - y.mean()
+        if cfg.feature_centres:
+            x = x - np.asarray(cfg.feature_centres, dtype=np.float64)
+        y = y - cfg.target_centre
     else:
         raise FieldError(
             "bcd.dataset",
             f"no data set {cfg.dataset!r}",
             "use 'synthetic', 'forestfires', 'garments' or 'csv'",
+        )
+    if y.size and not np.any(y != y[0]):  # R² = 1 − RSS/Σ(y − ȳ)² divides by zero
+        raise FieldError(
+            "bcd.target" if cfg.dataset == "csv" else "bcd.dataset",
+            f"the target of data set {cfg.dataset!r} is constant (the same in every record): "
+            "R², the share of its variance a model explains, is undefined",
+            "give a target column that varies",
         )
     return PartitionedData(cfg.dataset, x, y, columns, _blocks(columns, cfg, second))

@@ -11,7 +11,10 @@ so). Every step is recorded as a pure ε_step event of no known shape
 (``GenericPureDpEvent``: the perturbation is a half-normal length on a random direction,
 Eq. (12), not Laplace noise, so at δ > 0 it composes as the worst-case ε-DP pair, never
 as Laplace), and the k·T planned steps compose by the basic theorem — the paper's
-simple composition (Lemma 1) — in ONE ledger entry
+simple composition (Lemma 1) — or, where the ledger finds it tighter at δ, by the
+worst-case pair's PLD (each step bounds the likelihood ratio of every neighbouring pair
+Definition 2 covers, and the optimal composition of such pairs holds pair by pair,
+Kairouz, Oh & Viswanath 2015) — in ONE ledger entry
 ``"steps"``, charged before the run starts (so ``bcd.step_budget = "whole"``, k·T·ε in
 all, is refused unless ``privacy.on_overspend = "warn"``) and settled with the steps
 actually taken. Each party perturbs its own release, so the event trusts nobody. BCD
@@ -29,7 +32,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from privsim.kit.result import Abort, Coalition, Communication, Parties, Privacy, RunResult, Timing
+from privsim.kit.result import Abort, Privacy, RunResult
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.bcd.attacks import contribution_error
 from privsim.protocols.bcd.behaviours import BcdOutcome, BcdPlan, party
@@ -49,6 +52,7 @@ __all__ = [
     "Simulation",
     "invalid_reading",
     "party_names",
+    "plan_ledger",
     "plan_of",
     "run_bcd",
     "simulate_bcd",
@@ -56,7 +60,7 @@ __all__ = [
 
 PRIVACY_NOTION = (
     "locally sensitive differential privacy (de Jong et al. 2022, Definition 2): the data "
-    "set against its one-record removals, with simple composition over steps; not "
+    "set against its one-record removals, composed over steps; not "
     "standard (epsilon, delta)-DP"
 )
 
@@ -129,6 +133,20 @@ def _charge(ledger: PrivacyLedger, cfg: BcdConfig, plan: BcdPlan) -> bool:
     return True
 
 
+def _planned(scenario: Scenario) -> tuple[PrivacyLedger, BcdPlan, bool]:
+    """The ledger with the planned steps charged (refused over budget before anything
+    runs), the public plan, and whether the steps are a DP release to settle."""
+    plan = plan_of(scenario)
+    privacy = scenario.privacy
+    ledger = PrivacyLedger(privacy.epsilon, privacy.delta, on_overspend=privacy.on_overspend)
+    return ledger, plan, _charge(ledger, scenario.table("bcd", BcdConfig), plan)
+
+
+def plan_ledger(scenario: Scenario) -> PrivacyLedger:
+    """The ledger as :func:`run_bcd` charges it, before anything runs."""
+    return _planned(scenario)[0]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Simulation:
     """One simulated run with everything needed to analyse it."""
@@ -160,10 +178,7 @@ def simulate_bcd(scenario: Scenario, seed: int | None = None) -> Simulation:
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     cfg = scenario.table("bcd", BcdConfig)
-    plan = plan_of(scenario)
-    privacy = scenario.privacy
-    ledger = PrivacyLedger(privacy.epsilon, privacy.delta, on_overspend=privacy.on_overspend)
-    private = _charge(ledger, cfg, plan)
+    ledger, plan, private = _planned(scenario)
 
     streams = Streams(seed)
     data = load_partitioned(cfg, streams.generator("data", "bcd"))
@@ -270,7 +285,16 @@ def run_bcd(scenario: Scenario, seed: int | None = None) -> RunResult:
         reasons = [
             o.detail for o in outcomes if isinstance(o, BcdOutcome) and o.status != "published"
         ]
-        abort = Abort(reason="aborted", detail="; ".join(r for r in reasons if r))
+        missing = [p for p, o in zip(plan.parties, outcomes, strict=True) if o is None]
+        if all(p in world.faults.absent for p in plan.parties):  # no block took part
+            abort = Abort(
+                reason="no_data",
+                detail=f"every party is absent ({', '.join(plan.parties)}): no block of the "
+                "data took part, nothing was published",
+            )
+        else:
+            gone = [f"{', '.join(missing)} absent or crashed"] if missing else []
+            abort = Abort(reason="aborted", detail="; ".join([*gone, *(r for r in reasons if r)]))
 
     last = outcomes[-1]
     r2_by_iteration: list[float] = []
@@ -297,23 +321,17 @@ def run_bcd(scenario: Scenario, seed: int | None = None) -> RunResult:
         "reference": {"r2_central": r2_central, "beta_central": central.tolist()},
         "r2_by_iteration": r2_by_iteration,
     }
-    communication = Communication.of_world(world)  # duration: when the last party finished
-    return RunResult(
-        scenario_name=scenario.name,
-        protocol="bcd",
-        seed=sim.seed,
-        root_entropy=world.streams.entropy,
-        status="released" if sim.published else "aborted",
+    return RunResult.of_world(  # duration: when the last party finished
+        scenario,
+        sim.seed,
+        world,
+        sim.ledger,
+        holders=plan.parties,
+        included=plan.parties if sim.published else None,
         abort=abort,
         privacy=_privacy(sim),
         accuracy=accuracy,
-        communication=communication,
-        parties=Parties.of_world(world, plan.parties, plan.parties if sim.published else None),
-        coalition=Coalition.of_world(world, _exposure(world, data)),
-        timing=Timing(
-            wall_seconds=time.perf_counter() - started,
-            key_agreement_seconds=world.channels.key_agreement_seconds,
-        ),
+        exposure=_exposure(world, data),
         details=details,
-        scenario=scenario.to_dict(),
+        started=started,
     )

@@ -1,6 +1,6 @@
 """The values de Jong et al. (2022) publish, beside a BCD study's (for the HTML report).
 
-The paper's numbers are those quoted in ``docs/bcd.md`` and the README: §3.2 (synthetic
+The paper's numbers are those quoted in ``docs/reproductions/dp-bcd.md`` and ``dp-bcd-tables.md``: §3.2 (synthetic
 data: AAPD of β at the baseline and at γ = 1.15, the average R² at γ = 3) and §3.3 (forest
 fires: median R² at ε = 1 and 2; the non-private R² of both data sets). A quoted value
 is set beside the study's cell with the same settings (Algorithm 2 as proven: ε/(2T)
@@ -19,7 +19,7 @@ from privsim.protocols.bcd.config import BcdConfig
 
 __all__ = ["PAPER", "paper_values"]
 
-#: Algorithm 2 as proven (the README's reading): ε/(2T) per step, sd ξ/√ε_step, the
+#: Algorithm 2 as proven (the reading of docs/reproductions/dp-bcd.md): ε/(2T) per step, sd ξ/√ε_step, the
 #: abort rule on.
 _AS_PROVEN = {"bcd.step_budget": "split", "bcd.length_scale": "proof", "bcd.abort_rule": True}
 

@@ -20,7 +20,7 @@ def _steps_line(result: Mapping[str, Any]) -> str:
         return f"Steps       ε {details['epsilon_per_step']:.4g} per step, {reasons}"
     per_party = ", ".join(f"{p} {e:.4g}" for p, e in details["epsilon_per_party"].items())
     return (
-        f"Steps       ε {details['epsilon_per_step']:.4g} per step, simple composition over "
+        f"Steps       ε {details['epsilon_per_step']:.4g} per step, composed over "
         f"{bcd['steps']} steps ({per_party}); locally sensitive DP (Definition 2)"
     )
 

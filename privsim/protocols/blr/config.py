@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass
 
 from privsim.data.registry import REGISTRY
@@ -25,32 +27,68 @@ class BlrConfig:
     Each of ``population.clients`` training records is one client; ``test`` records are
     held out. ``dataset``: a registered data set (read from ``$PRIVSIM_DATA_DIR``),
     ``"csv"`` (``csv_path`` with ``features`` and ``target`` columns) or ``"synthetic"``
-    (``synthetic_dimension`` features drawn from the model, no download). Every column
-    is centred and scaled to a range of ``range_length``; clients clip to
-    ±``assumed_bound``. ``std_share`` of the budget estimates the marginal stds for the
+    (``synthetic_dimension`` features drawn from the model, no download). Scaling: a
+    registered or synthetic data set has every column centred and scaled to a range of
+    ``range_length`` by its own mean and range, the paper's declared preprocessing
+    (§4). A user's CSV is never scaled by its own statistics (they would be released
+    outside the privacy ledger): ``feature_bounds`` (one public ``[lo, hi]`` per
+    feature, in the order of ``features``) and ``target_bounds`` (``[lo, hi]``) clip
+    each column to its bounds and map it onto the same range-``range_length`` box;
+    without them the CSV's columns are used as given, so scale them yourself by public
+    constants to about ±``range_length``/2. Clients clip to ±``assumed_bound``.
+    ``std_share`` of the budget estimates the marginal stds for the
     projected methods; thresholds are searched on a ``grid_points``² grid over
     [``grid_low``, ``grid_high``] with ``grid_repeats`` auxiliary data sets.
     """
 
     dataset: str = "synthetic"
+    """``synthetic`` (drawn from the model, no download), ``csv`` (your file) or a registered data
+    set read from ``$PRIVSIM_DATA_DIR`` (e.g. ``abalone``, ``wine-red``, ``wine-white``)."""
     csv_path: str = ""
+    """``dataset = "csv"``: the file, relative to the working directory."""
     features: tuple[str, ...] = ()
+    """``dataset = "csv"``: the feature columns."""
     target: str = ""
+    """``dataset = "csv"``: the target column."""
+    feature_bounds: tuple[tuple[float, float], ...] = ()
+    """``dataset = "csv"``: one public ``[lo, hi]`` per feature, in the order of ``features``, to
+    clip each column and map it onto the range-``range_length`` box (empty: columns used as
+    given)."""
+    target_bounds: tuple[float, float] | None = None
+    """``dataset = "csv"``: the target's public ``[lo, hi]`` (unset: used as given)."""
     synthetic_dimension: int = 10
+    """``dataset = "synthetic"``: the number of features."""
     synthetic_records: int = 4000
+    """``dataset = "synthetic"``: records drawn, at least ``population.clients`` + ``test``."""
     test: int = 500
+    """Records held out to measure the test MAE."""
     methods: tuple[str, ...] = BLR_METHODS
+    """The methods run side by side: ``NP``, ``proj_NP``, ``TA``, ``proj_TA``, ``DDP``,
+    ``proj_DDP``, ``input_perturbation``."""
     std_share: float = 0.3
+    """The share of the budget (in (0, 1)) spent estimating the marginal stds for the projected
+    methods (Algorithm 2's first round)."""
     range_length: float = 10.0
+    """The range every column is scaled to (§4: 10)."""
     assumed_bound: float = 7.5
+    """Clients clip every value to ±``assumed_bound``; it sets the sensitivities of unprojected
+    methods."""
     prior_precision: float = 1.0
+    """The precision of the Gaussian prior on the regression coefficients."""
     noise_precision: float = 1.0
+    """The precision of the model's observation noise."""
     variance_floor: float = 0.5
+    """A non-positive variance estimate is replaced by this value."""
     grid_low: float = 0.1
+    """The smallest projection threshold fraction of the search grid."""
     grid_high: float = 2.1
+    """The largest projection threshold fraction of the search grid."""
     grid_points: int = 20
+    """Points per axis of the threshold grid (``grid_points``² pairs for features and target)."""
     grid_repeats: int = 20
+    """Auxiliary data sets drawn per grid point to score it."""
     bounds_timeout: float = 1.0
+    """Simulated seconds between the bounds' broadcast and the start of round 2 (proj DDP)."""
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in BLR_METHODS]
@@ -80,11 +118,13 @@ class BlrConfig:
                     f"the target {self.target!r} is also listed in blr.features",
                     "remove it from the features: a model cannot be given its own answer",
                 )
-            repeated = sorted({c for c in self.features if self.features.count(c) > 1})
+            counts = Counter(self.features)  # linear: a CSV may have thousands of columns
+            repeated = sorted(c for c, k in counts.items() if k > 1)
             if repeated:
                 raise FieldError(
                     "blr.features", f"column {repeated[0]!r} is listed twice", "list it once"
                 )
+        self._check_bounds()
         if not 0 < self.std_share < 1:
             raise FieldError(
                 "blr.std_share",
@@ -137,4 +177,51 @@ class BlrConfig:
                     f"{value:g} is outside [{1 / SCALE_LIMIT:g}, {SCALE_LIMIT:g}]: the "
                     "statistics would overflow or the posterior become singular",
                     "give a value of the order of the shipped scenario's (privsim scenario blr)",
+                )
+
+    def _check_bounds(self) -> None:
+        """Public bounds belong to a CSV, one ``[lo, hi]`` per feature, with lo < hi."""
+        given = [
+            name
+            for name, value in (
+                ("feature_bounds", self.feature_bounds),
+                ("target_bounds", self.target_bounds),
+            )
+            if value
+        ]
+        if given and self.dataset != "csv":
+            raise FieldError(
+                f"blr.{given[0]}",
+                f"public bounds apply to a user's CSV only; data set {self.dataset!r} is "
+                "centred and scaled to range_length as the paper does (§4)",
+                "remove it, or use dataset = 'csv'",
+            )
+        if self.feature_bounds and len(self.feature_bounds) != len(self.features):
+            raise FieldError(
+                "blr.feature_bounds",
+                f"{len(self.feature_bounds)} bounds for {len(self.features)} features",
+                "give one [lo, hi] per feature, in the order of blr.features",
+            )
+        pairs = [(f"blr.feature_bounds[{j}]", b) for j, b in enumerate(self.feature_bounds)]
+        if self.target_bounds is not None:
+            pairs.append(("blr.target_bounds", self.target_bounds))
+        for name, bounds in pairs:
+            if len(bounds) != 2:
+                raise FieldError(
+                    name, f"expected [lo, hi], got {len(bounds)} items", "give [lo, hi]"
+                )
+            lo, hi = bounds
+            width = hi - lo
+            if not (
+                math.isfinite(lo)
+                and math.isfinite(hi)
+                and math.isfinite(width)
+                and width > 0
+                and math.isfinite(self.range_length / width)
+            ):
+                raise FieldError(
+                    name,
+                    f"[{lo:g}, {hi:g}] is not an interval of finite, nonzero width",
+                    "give public bounds lo < hi that the column's values should lie in "
+                    "(values outside are clipped to them)",
                 )

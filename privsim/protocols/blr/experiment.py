@@ -53,7 +53,7 @@ from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.inputs import ClientInputs
 from privsim.kit.securesum.maths import client_noise_std
 from privsim.kit.securesum.outcome import SumOutcome
-from privsim.kit.world import agree_channels, build_world
+from privsim.kit.world import agree_channels, build_world, no_data_reason
 from privsim.protocols.blr import behaviours as blr
 from privsim.protocols.blr.attacks import reconstruct_record, reconstruction_error
 from privsim.protocols.blr.config import BlrConfig
@@ -70,6 +70,7 @@ from privsim.protocols.blr.regression import (
     mean_absolute_error,
     moment_release,
     projection_bounds,
+    scale_to_bounds,
     scale_to_range,
     split,
     statistic_release,
@@ -82,7 +83,7 @@ from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["check_data", "load_table", "prepare", "run_blr"]
+__all__ = ["check_data", "load_table", "prepare", "run_blr", "scaling"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -148,11 +149,29 @@ def check_data(scenario: Scenario) -> None:
         )
 
 
+def scaling(cfg: BlrConfig) -> dict[str, str]:
+    """How the features' and the target's scale was set: ``"range"`` (a built-in data
+    set, centred and scaled to ``range_length`` by its own statistics, §4), ``"bounds"``
+    (a CSV column mapped from its public bounds) or ``"none"`` (a CSV column as given)."""
+    if cfg.dataset != "csv":
+        return {"features": "range", "target": "range"}
+    return {
+        "features": "bounds" if cfg.feature_bounds else "none",
+        "target": "bounds" if cfg.target_bounds is not None else "none",
+    }
+
+
 def prepare(scenario: Scenario, seed: int) -> tuple[str, RegressionSplit]:
-    """Load, centre and scale (§4), then draw this replication's split."""
+    """Load and scale, then draw this replication's split. A built-in data set is
+    centred and scaled to ``range_length`` (§4); a user's CSV is mapped from the public
+    bounds given (``blr.feature_bounds``, ``blr.target_bounds``) or used as given,
+    never scaled by its own statistics."""
     cfg = _config(scenario)
     name, x, y = load_table(scenario)
-    x, y = scale_to_range(x, y, cfg.range_length)
+    if cfg.dataset == "csv":
+        x, y = scale_to_bounds(x, y, cfg.feature_bounds, cfg.target_bounds, cfg.range_length)
+    else:
+        x, y = scale_to_range(x, y, cfg.range_length)
     n_train = scenario.population.clients
     data = split(x, y, n_train, cfg.test, Streams(seed).generator("blr", "split"))
     return name, data
@@ -570,9 +589,16 @@ def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
     search_seconds = time.perf_counter() - search_started
     runs: dict[str, _Run] = {}
     walls: dict[str, float] = {}
+    # A curator who received no client's record has nothing to release: the central
+    # methods abort when the bus methods could not have reached anyone either.
+    clients = [f"client-{i}" for i in range(data.x_train.shape[0])]
+    no_data = no_data_reason(scenario, seed, clients, OUTPUT_PARTY)
     for method in cfg.methods:
         t0 = time.perf_counter()
-        if method == "DDP":
+        if no_data and method not in DISTRIBUTED:
+            abort = Abort(reason="no_data", detail=no_data)
+            runs[method] = _Run(status="aborted", ledger=_ledger(scenario), abort=abort)
+        elif method == "DDP":
             runs[method] = _ddp(scenario, seed, data, budget)
         elif method == "proj_DDP":
             assert choice is not None
@@ -616,8 +642,9 @@ def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
         abort=None
         if released
         else Abort(
-            reason="nothing_released",
-            detail="; ".join(f"{m}: {r.abort.reason}" for m, r in methods.items() if r.abort),
+            reason="no_data" if no_data else "nothing_released",
+            detail=(f"{no_data}; " if no_data else "")
+            + "; ".join(f"{m}: {r.abort.reason}" for m, r in methods.items() if r.abort),
         ),
         privacy=Privacy.worst([m.privacy for m in methods.values()], notion=RUN_NOTION),
         accuracy=None,
@@ -631,6 +658,7 @@ def run_blr(scenario: Scenario, seed: int | None = None) -> RunResult:
                 "train": int(data.x_train.shape[0]),
                 "test": int(data.x_test.shape[0]),
                 "dimension": data.dimension,
+                "scaling": scaling(cfg),
             },
             "thresholds": None
             if choice is None

@@ -1,7 +1,7 @@
 """Figure 2 of Heikkilä et al. (2017) beside a BLR study (for the HTML report).
 
 The paper's Figure 2 is drawn, not tabulated, and its MAEs are not on our scale (its
-wine loader shifts the scaling, see the README): what can be set beside ours are its
+wine loader shifts the scaling, see docs/reproductions/dca-blr.md): what can be set beside ours are its
 settings (§4: test sets of 500 / 1000 / 1000 records, 25 repetitions, δ = 1e-4, a 20-point
 threshold grid on [0.1, 2.1] with 20 auxiliary repeats) and its findings (§5 and the
 caption): DDP is indistinguishable from TA and proj DDP from proj TA, and projection

@@ -7,7 +7,7 @@ fitted with :func:`fit`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +28,7 @@ __all__ = [
     "mean_absolute_error",
     "moment_release",
     "projection_bounds",
+    "scale_to_bounds",
     "scale_to_range",
     "split",
     "statistic_release",
@@ -38,7 +39,10 @@ F64 = npt.NDArray[np.float64]
 
 def scale_to_range(x: F64, y: F64, length: float = 10.0) -> tuple[F64, F64]:
     """§4: centre every column (features and target) and scale it to a range of
-    ``length``. Done once on the whole data set, before any split, as the paper."""
+    ``length``. Done once on the whole data set, before any split, as the paper: its
+    declared preprocessing of the built-in data sets. The mean and range are statistics
+    of the data outside the privacy ledger, so a user's CSV is scaled by public bounds
+    instead (:func:`scale_to_bounds`)."""
     table = np.column_stack([np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)])
     spread = table.max(axis=0) - table.min(axis=0)
     constant = np.flatnonzero(spread == 0)
@@ -49,6 +53,37 @@ def scale_to_range(x: F64, y: F64, length: float = 10.0) -> tuple[F64, F64]:
         )
     table = (table - table.mean(axis=0)) * (length / spread)
     return table[:, :-1], table[:, -1]
+
+
+def _to_box(column: F64, lo: float, hi: float, length: float) -> F64:
+    """``column`` clipped to [lo, hi] and mapped affinely onto [−length/2, length/2]."""
+    return (np.clip(column, lo, hi) - (lo + hi) / 2.0) * (length / (hi - lo))
+
+
+def scale_to_bounds(
+    x: F64,
+    y: F64,
+    feature_bounds: Sequence[tuple[float, float]] = (),
+    target_bounds: tuple[float, float] | None = None,
+    length: float = 10.0,
+) -> tuple[F64, F64]:
+    """A user's data by public bounds, not by its own statistics: each feature j with
+    ``feature_bounds[j] = (lo, hi)`` (and the target with ``target_bounds``) is clipped
+    to [lo, hi] and mapped onto [−length/2, length/2], the range-``length`` box of §4.
+    Columns without bounds (``feature_bounds`` empty, ``target_bounds`` None) are kept
+    as given. Every record is transformed by the same constants, so one record's change
+    moves only its own row (unlike :func:`scale_to_range`, whose mean and range depend
+    on every record)."""
+    xs = np.array(x, dtype=np.float64)
+    ys = np.array(y, dtype=np.float64)
+    if feature_bounds:
+        if len(feature_bounds) != xs.shape[1]:
+            raise ValueError(f"{len(feature_bounds)} feature bounds for {xs.shape[1]} features")
+        for j, (lo, hi) in enumerate(feature_bounds):
+            xs[:, j] = _to_box(xs[:, j], lo, hi, length)
+    if target_bounds is not None:
+        ys = _to_box(ys, target_bounds[0], target_bounds[1], length)
+    return xs, ys
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,8 +56,14 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
             lines.append(f"  {name} {m['status']} ({m['abort']['reason']}): {m['abort']['detail']}")
     if details.get("traffic_of"):
         lines.append(f"  Traffic below: the {details['traffic_of']} run on the bus")
+    target = (ds.get("scaling") or {}).get("target", "range")
+    units = (
+        "the target's own units (a CSV target without blr.target_bounds is used as given)"
+        if target == "none"
+        else f"the units of the scaled target (range {sc['blr']['range_length']:g})"
+    )
     lines.append(
-        f"  MAE in the units of the scaled target (range {sc['blr']['range_length']:g}); "
+        f"  MAE in {units}; "
         "(!) over the budget (classic calibration, a coalition beyond T, every compute node "
         "colluding, or a colluding curator)"
     )

@@ -31,7 +31,7 @@ from privsim.protocols.dca.audit import audit_plan, curator_audit_plan
 from privsim.protocols.dca.config import DataConfig
 from privsim.protocols.dca.report import report_lines
 from privsim.protocols.dca.run import _delivery as delivery
-from privsim.protocols.dca.run import run_dca, run_trusted_aggregator, sensitivity
+from privsim.protocols.dca.run import plan_ledger, run_dca, run_trusted_aggregator, sensitivity
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.calibration import gaussian_sigma
@@ -178,6 +178,7 @@ DCA = ProtocolSpec(
     summary="DCA secure sum with distributed Gaussian noise (Heikkilä et al. 2017)",
     tables={"data": DataConfig, "dca": DcaConfig},
     run=run_dca,
+    plan=plan_ledger,
     check=_check,
     parties=_parties,
     footprint=_footprint,

@@ -21,11 +21,18 @@ class DataConfig:
     (``"uniform"``, cheaper at scale), then clipped by the client to L2 norm ``clip_norm``."""
 
     source: Literal["synthetic"] = "synthetic"
+    """Where the clients' vectors come from; ``synthetic`` is the only source."""
     distribution: Literal["gaussian", "uniform"] = "gaussian"
+    """The law of each coordinate's u: ``gaussian`` (standard normal) or ``uniform`` (unit
+    variance, cheaper at scale)."""
     dimension: int = 10
+    """d, the length of each client's vector."""
     clip_norm: float = 1.0
+    """C: each client clips its vector to this L2 norm, which sets the sensitivity."""
     mean: float = 0.0
+    """The mean of every coordinate before clipping."""
     scale: float = 1.0
+    """The standard deviation of every coordinate before clipping."""
 
     def __post_init__(self) -> None:
         if self.dimension < 1:

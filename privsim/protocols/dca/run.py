@@ -20,16 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from privsim.data.synthetic import SyntheticVectors
-from privsim.kit.result import (
-    Abort,
-    Coalition,
-    Communication,
-    MethodResult,
-    Parties,
-    Privacy,
-    RunResult,
-    Timing,
-)
+from privsim.kit.intnoise.dca import IntegerSetup
+from privsim.kit.result import Abort, Communication, MethodResult, Privacy, RunResult, Timing
 from privsim.kit.securesum import round as securesum
 from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.inputs import ClientData, ClientInputs
@@ -49,6 +41,7 @@ from privsim.sim.world import World
 __all__ = [
     "Simulation",
     "coalition_exposure",
+    "plan_ledger",
     "run_dca",
     "run_trusted_aggregator",
     "simulate",
@@ -127,6 +120,71 @@ def _delivery(scenario: Scenario) -> str:
     return choice
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Charged:
+    """The ledger with the release charged, and the noise it was charged for: σ of the
+    sum, each client's σ_i (0 for the curator), and the integer mechanism if any."""
+
+    ledger: PrivacyLedger
+    sigma_std: float
+    noise_std: float
+    integer: IntegerSetup | None = None
+
+
+def _charge(
+    scenario: Scenario, protocol: str, clients: tuple[str, ...], nodes: tuple[str, ...]
+) -> _Charged:
+    """Charge ``protocol``'s release (refused over budget before anything runs): the
+    secure sum while not every compute node colludes, with noise shares from the
+    clients (or integer noise, charged by its own accountant); the curator's sum while
+    the curator is honest."""
+    n, privacy = len(clients), scenario.privacy
+    delta_l2 = sensitivity(scenario)
+    sigma_std = gaussian_sigma(privacy.epsilon, privacy.delta, delta_l2, privacy.calibration)
+    ledger = PrivacyLedger(privacy.epsilon, privacy.delta, on_overspend=privacy.on_overspend)
+    planned = dp_accounting.GaussianDpEvent(sigma_std / delta_l2)
+    if protocol != "dca":
+        curator = Trust.each(OUTPUT_PARTY, description="the curator honest")
+        ledger.charge(MECHANISM[protocol], planned, trust=curator)
+        return _Charged(ledger=ledger, sigma_std=sigma_std, noise_std=0.0)
+    data_cfg, cfg = scenario.table("data", DataConfig), scenario.table("dca", DcaConfig)
+    integer = securesum.integer_setup(
+        scenario,
+        n,
+        data_cfg.dimension,
+        data_cfg.clip_norm,
+        replace_one=privacy.neighbour == "replace_one",
+    )
+    if integer is not None:  # integer noise mod 2^b, charged by its own accountant
+        noise_std = integer.client_std
+        sigma_std = noise_std * math.sqrt(integer.account.honest_clients)
+        securesum.charge_integer(ledger, MECHANISM[protocol], integer, clients=clients, nodes=nodes)
+        return _Charged(ledger=ledger, sigma_std=sigma_std, noise_std=noise_std, integer=integer)
+    noise_std = client_noise_std(sigma_std, n, cfg.tolerated)
+    securesum.charge(
+        ledger,
+        MECHANISM[protocol],
+        event=planned,
+        clients=clients,
+        nodes=nodes,
+        share_multiplier=noise_std / delta_l2,
+        threshold=securesum.node_threshold(scenario),
+    )
+    return _Charged(ledger=ledger, sigma_std=sigma_std, noise_std=noise_std)
+
+
+def plan_ledger(scenario: Scenario) -> PrivacyLedger:
+    """The ledger as :func:`run_dca` or :func:`run_trusted_aggregator` charges it, before
+    anything runs (the baseline's, charged after it, refused the same way)."""
+    clients = tuple(f"client-{i}" for i in range(scenario.population.clients))
+    protocol = scenario.protocol
+    nodes = securesum.node_names(scenario) if protocol == "dca" else ()
+    ledger = _charge(scenario, protocol, clients, nodes).ledger
+    if protocol == "dca" and scenario.baseline:  # the baseline, run after it
+        _charge(scenario, "trusted_aggregator", clients, ())
+    return ledger
+
+
 def simulate(
     scenario: Scenario,
     seed: int | None = None,
@@ -159,10 +217,8 @@ def simulate(
         distribution=data_cfg.distribution,
     )
     delta_l2 = sensitivity(scenario)
-    privacy = scenario.privacy
-    sigma_std = gaussian_sigma(privacy.epsilon, privacy.delta, delta_l2, privacy.calibration)
-    ledger = PrivacyLedger(privacy.epsilon, privacy.delta, on_overspend=privacy.on_overspend)
-    planned = dp_accounting.GaussianDpEvent(sigma_std / delta_l2)
+    charged = _charge(scenario, protocol, clients, nodes)
+    ledger, sigma_std, noise_std = charged.ledger, charged.sigma_std, charged.noise_std
     world = build_world(
         scenario,
         streams,
@@ -171,28 +227,8 @@ def simulate(
         keep_envelopes=keep_envelopes,
     )
     if protocol == "dca":
-        noise_std = client_noise_std(sigma_std, n, cfg.tolerated)
-        integer = securesum.integer_setup(
-            scenario, n, d, data_cfg.clip_norm, replace_one=privacy.neighbour == "replace_one"
-        )
-        if integer is None:
-            securesum.charge(
-                ledger,
-                MECHANISM[protocol],
-                event=planned,
-                clients=clients,
-                nodes=nodes,
-                share_multiplier=noise_std / delta_l2,
-                threshold=securesum.node_threshold(scenario),
-            )
-        else:  # integer noise mod 2^b, charged by its own accountant
-            noise_std = integer.client_std
-            sigma_std = noise_std * math.sqrt(integer.account.honest_clients)
-            securesum.charge_integer(
-                ledger, MECHANISM[protocol], integer, clients=clients, nodes=nodes
-            )
         securesum.check_fixed_point(scenario, n, data_cfg.clip_norm, noise_std)
-        plan = securesum.plan(scenario, clients, nodes, d, noise_std, integer=integer)
+        plan = securesum.plan(scenario, clients, nodes, d, noise_std, integer=charged.integer)
         inputs = ClientInputs(
             data=data,
             noise=streams.keystream("dca", "noise"),
@@ -204,12 +240,6 @@ def simulate(
         delivery = _delivery(scenario)
         out = securesum.launch(world, plan, inputs, batched=delivery == "batched")
     else:
-        ledger.charge(
-            MECHANISM[protocol],
-            planned,
-            trust=Trust.each(OUTPUT_PARTY, description="the curator honest"),
-        )
-        noise_std = 0.0
         delivery = "per_message"
         ta_plan = ta.TrustedAggregatorPlan(
             clients=clients,
@@ -354,26 +384,21 @@ def target_error(sim: Simulation) -> dict[str, Any]:
 
 
 def _result(sim: Simulation, methods: dict[str, MethodResult]) -> RunResult:
-    world = sim.world
-    return RunResult(
-        scenario_name=sim.scenario.name,
-        protocol=sim.protocol,
-        seed=sim.seed,
-        root_entropy=world.streams.entropy,
-        status="released" if sim.outcome.ok else "aborted",
+    return RunResult.of_world(
+        sim.scenario,
+        sim.seed,
+        sim.world,
+        sim.ledger,
+        holders=sim.clients,
+        included=_included(sim) if sim.outcome.ok else None,
         abort=_abort(sim),
         privacy=sim.privacy(),
         accuracy=_errors(sim),
-        communication=Communication.of_world(world, output_party=OUTPUT_PARTY),
-        parties=Parties.of_world(world, sim.clients, _included(sim) if sim.outcome.ok else None),
-        coalition=Coalition.of_world(world, coalition_exposure(sim)),
-        timing=Timing(
-            wall_seconds=sim.wall_seconds,
-            key_agreement_seconds=world.channels.key_agreement_seconds,
-        ),
+        output_party=OUTPUT_PARTY,
+        exposure=coalition_exposure(sim),
         methods=methods,
         details={"delivery": sim.delivery},
-        scenario=sim.scenario.to_dict(),
+        wall_seconds=sim.wall_seconds,
     )
 
 

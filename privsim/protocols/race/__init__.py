@@ -21,7 +21,7 @@ from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, Stu
 from privsim.protocols.race.attacks import ATTACKS
 from privsim.protocols.race.audit import audit_plan
 from privsim.protocols.race.config import SKIN_RECORDS, RaceConfig
-from privsim.protocols.race.experiment import run_race
+from privsim.protocols.race.experiment import plan_ledger, run_race
 from privsim.protocols.race.private import laplace_scale
 from privsim.protocols.race.reference import paper_noise
 from privsim.protocols.race.report import flatten, report_lines
@@ -134,6 +134,7 @@ RACE = ProtocolSpec(
     "(Coleman & Shrivastava 2021)",
     tables={"race": RaceConfig, "dca": DcaConfig},
     run=run_race,
+    plan=plan_ledger,
     check=_check,
     parties=_parties,
     footprint=_footprint,

@@ -28,15 +28,26 @@ class RaceConfig:
     mean relative error of the normalised query on ``queries`` held-out points."""
 
     mode: Literal["local", "dca", "curator"] = "dca"
+    """How the merged sketch is released: ``local`` (each owner adds Laplace), ``dca`` (a secure
+    sum with distributed noise) or ``curator`` (a trusted curator adds Laplace)."""
     noise: Literal["laplace", "gaussian"] = "laplace"
+    """``mode = "dca"``: ``laplace`` (Gamma differences, pure ε) or ``gaussian`` ((ε, δ))."""
     dataset: Literal["skin", "synthetic"] = "synthetic"
+    """``synthetic`` (points in [0, 255]³) or ``skin`` (registry)."""
     synthetic_records: int = 50_000
+    """``dataset = "synthetic"``: the points drawn."""
     owners: int = 10
+    """K, the data owners, each sketching a shard."""
     rows: int = 80
+    """R, the sketch's rows (hash functions)."""
     width: int = 1000
+    """W, the counts per row."""
     bandwidth: float = 5.0
+    """The bandwidth of the p-stable L2 LSH functions."""
     queries: int = 500
+    """Held-out points queried to measure the mean relative error."""
     timeout: float = 2.0
+    """Simulated seconds the collector waits for the owners' sketches."""
 
     def __post_init__(self) -> None:
         for name in ("owners", "rows", "width", "queries", "synthetic_records"):

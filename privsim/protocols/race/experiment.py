@@ -27,15 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from privsim.data.registry import load_dataset
-from privsim.kit.result import (
-    Abort,
-    Coalition,
-    Communication,
-    Parties,
-    Privacy,
-    RunResult,
-    Timing,
-)
+from privsim.kit.result import Abort, Communication, Privacy, RunResult
 from privsim.kit.securesum import round as securesum
 from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.maths import client_noise_std
@@ -56,7 +48,7 @@ from privsim.sim.ledger import PrivacyLedger, Trust
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["run_race"]
+__all__ = ["plan_ledger", "run_race"]
 
 OUTPUT_PARTY = securesum.OUTPUT_PARTY
 MECHANISM = "sketch"
@@ -133,6 +125,22 @@ def _charge(
     return _Noise(laplace_scale=b, sensitivity_l2=sensitivity)
 
 
+def _planned(scenario: Scenario) -> tuple[PrivacyLedger, _Noise]:
+    """The ledger with the release charged (refused over budget before anything runs)
+    and the release's calibration."""
+    cfg = scenario.table("race", RaceConfig)
+    priv = scenario.privacy
+    ledger = PrivacyLedger(priv.epsilon, priv.delta, on_overspend=priv.on_overspend)
+    owners = tuple(f"owner-{k}" for k in range(cfg.owners))
+    nodes = securesum.node_names(scenario) if cfg.mode == "dca" else ()
+    return ledger, _charge(ledger, scenario, cfg, owners, nodes)
+
+
+def plan_ledger(scenario: Scenario) -> PrivacyLedger:
+    """The ledger as :func:`run_race` charges it, before anything runs."""
+    return _planned(scenario)[0]
+
+
 def _launch_dca(
     world: World,
     scenario: Scenario,
@@ -142,12 +150,16 @@ def _launch_dca(
     owners: tuple[str, ...],
     nodes: tuple[str, ...],
     noise: _Noise,
+    shard_records: int,
 ) -> Agent:
     """The owners as DCA clients (per-message delivery), the compute nodes and the
-    aggregator; returns the output party."""
+    aggregator; returns the output party. ``shard_records``: the largest shard's size."""
     tolerated = scenario.table("dca", DcaConfig).tolerated
+    # The range check may refuse the run, so it reads public numbers only: a cell counts
+    # at most its owner's records (``shard_records``, the largest shard, follows from the
+    # configured record count), not the largest count in the private sketches.
     securesum.check_fixed_point(
-        scenario, cfg.owners, float(max(c.max() for c in counts)), 40 * noise.laplace_scale
+        scenario, cfg.owners, float(shard_records), 40 * noise.laplace_scale
     )
     plan = securesum.plan(scenario, owners, nodes, cfg.rows * cfg.width, noise.client_noise_std)
     inputs = SketchShares(
@@ -268,16 +280,16 @@ def run_race(scenario: Scenario, seed: int) -> RunResult:
     owners = tuple(f"owner-{k}" for k in range(cfg.owners))
     all_nodes = securesum.node_names(scenario)
     nodes = all_nodes if cfg.mode == "dca" else ()
-    ledger = PrivacyLedger(priv.epsilon, priv.delta, on_overspend=priv.on_overspend)
     world = build_world(
         scenario,
         streams,
         [*owners, *nodes, OUTPUT_PARTY],
         ignore_servers=() if nodes else all_nodes,
     )
-    noise = _charge(ledger, scenario, cfg, owners, nodes)
+    ledger, noise = _planned(scenario)
     if cfg.mode == "dca":
-        out = _launch_dca(world, scenario, cfg, streams, counts, owners, nodes, noise)
+        largest = max(len(s) for s in shards)
+        out = _launch_dca(world, scenario, cfg, streams, counts, owners, nodes, noise, largest)
     else:
         out = _launch_direct(world, cfg, counts, owners, noise.laplace_scale)
     agree_channels(world, securesum.channel_pairs)
@@ -302,37 +314,25 @@ def run_race(scenario: Scenario, seed: int) -> RunResult:
             "calibration": priv.calibration,
         }
     privacy = Privacy.of(ledger, world.coalition, **details)
-    return RunResult(
-        scenario_name=scenario.name,
-        protocol="race",
-        seed=seed,
-        root_entropy=world.streams.entropy,
-        status="released" if outcome.ok else "aborted",
+    exposed = owners if included is None else included
+    threshold = securesum.node_threshold(scenario)
+    return RunResult.of_world(
+        scenario,
+        seed,
+        world,
+        ledger,
+        holders=owners,
+        included=included,
         abort=None if outcome.ok else Abort(reason=str(outcome.abort), detail=outcome.detail),
         privacy=privacy,
         accuracy=_accuracy(outcome, family, cfg, counts, queries),
         communication=comm,
-        parties=Parties.of_world(world, owners, included),
-        coalition=Coalition.of_world(
-            world,
-            _exposure(
-                cfg,
-                world,
-                owners if included is None else included,
-                nodes,
-                securesum.node_threshold(scenario),
-                privacy,
-            ),
-        ),
-        timing=Timing(
-            wall_seconds=time.perf_counter() - started,
-            key_agreement_seconds=world.channels.key_agreement_seconds,
-        ),
+        exposure=_exposure(cfg, world, exposed, nodes, threshold, privacy),
         details={
             "mode": cfg.mode,
             "noise": cfg.noise if cfg.mode == "dca" else "laplace",
             "owners": cfg.owners,
             "bytes_per_owner": comm.roles.get("client", {}).get("bytes_sent_mean"),
         },
-        scenario=scenario.to_dict(),
+        started=started,
     )

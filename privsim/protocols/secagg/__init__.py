@@ -18,10 +18,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
+from privsim.protocols.secagg.audit import audit_plan
 from privsim.protocols.secagg.config import SecAggConfig
 from privsim.protocols.secagg.graph import MAX_DEGREE
 from privsim.protocols.secagg.report import flatten, report_lines
-from privsim.protocols.secagg.run import SERVER, noise_plan, parameters, run_secagg
+from privsim.protocols.secagg.run import (
+    SERVER,
+    noise_plan,
+    parameters,
+    plan_ledger,
+    run_secagg,
+)
 from privsim.scenarios.checks import check_footprint
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
@@ -139,6 +146,7 @@ SECAGG = ProtocolSpec(
     summary="SecAgg: pairwise-masked secure aggregation, one server (Bonawitz et al. 2017)",
     tables={"secagg": SecAggConfig},
     run=run_secagg,
+    plan=plan_ledger,
     check=_check,
     parties=_parties,
     footprint=_footprint,
@@ -154,6 +162,7 @@ SECAGG = ProtocolSpec(
     # the budget cannot cover: about ε = 10 for the example's ε = 1 budget
     overspend={"secagg.noise_multiplier": 1.0},
     example=EXAMPLE,
+    audit=audit_plan,
 )
 
 SECAGG_PLUS = dataclasses.replace(

@@ -243,16 +243,27 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     def check(stage: Stage, owners: I64, alive: I64) -> Outcome | None:
         sets.append(alive)
         closed.append(agent.now)
+
+        def aborted(detail: str) -> Outcome:
+            return Outcome(
+                released=None,
+                survivors=tuple(sets),
+                closed_at=tuple(closed),
+                abort=STAGE_ABORT[stage],
+                detail=f"after {stage.name}: {detail}",
+            )
+
+        if alive.size == 0:  # no client's message arrived: nothing to aggregate
+            return aborted(
+                f"no client's message reached the server (0 of {n} clients live: every "
+                "client absent, crashed or its messages lost)"
+            )
         short, fewest = short_of_threshold(graph, t, owners, _live(n, alive))
         if not short:
             return None
-        return Outcome(
-            released=None,
-            survivors=tuple(sets),
-            closed_at=tuple(closed),
-            abort=STAGE_ABORT[stage],
-            detail=f"after {stage.name}: {short} client(s) have fewer than t = {t} live "
-            f"share holders (fewest {fewest}; {alive.size} of {n} clients live)",
+        return aborted(
+            f"{short} client(s) have fewer than t = {t} live share holders (fewest "
+            f"{fewest}; {alive.size} of {n} clients live)"
         )
 
     # Round 0: collect public keys, U1.

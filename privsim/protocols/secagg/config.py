@@ -38,22 +38,42 @@ class SecAggConfig:
     """
 
     dimension: int = 10
+    """d, the length of each client's vector."""
     clip_norm: float = 1.0
+    """Each client clips its vector to this L2 norm."""
     mean: float = 0.0
+    """The mean of every coordinate before clipping."""
     scale: float = 1.0
+    """The standard deviation of every coordinate before clipping."""
     distribution: Literal["gaussian", "uniform"] = "gaussian"
+    """The law of each coordinate's u: ``gaussian`` or ``uniform`` (unit variance)."""
     fraction_bits: int = 16
+    """Inputs are scaled by 2^fraction_bits and rounded to integers."""
     modulus_bits: int = 32
+    """b: the sum is computed mod 2^b."""
     threshold: int = 0
+    """t, the shares that reconstruct a secret (0: ⌊2N/3⌋ + 1 for SecAgg, the Bell et al. choice
+    for SecAgg+)."""
     degree: int = 0
+    """SecAgg+: k, the degree of the Harary graph (0: chosen from the targets below)."""
     target_dropout: float = 0.1
+    """SecAgg+: δ, the dropout rate the graph and threshold are chosen for."""
     target_corruption: float = 0.1
+    """SecAgg+: γ, the corrupted fraction the graph and threshold are chosen for."""
     security_bits: int = 40
+    """SecAgg+: σ, the security parameter of the graph's choice."""
     correctness_bits: int = 20
+    """SecAgg+: η, the correctness parameter of the graph's choice."""
     noise: Literal["none", "discrete_gaussian", "skellam"] = "none"
+    """``none`` (the exact sum, not private), ``discrete_gaussian`` or ``skellam`` (integer noise
+    shares from each client)."""
     tolerated: int = 0
+    """T: the noise is scaled for N − T − 1 honest clients."""
     noise_multiplier: float | None = None
+    """z: fixes the noise instead of calibrating it (N − T − 1 shares of total standard deviation
+    z·``clip_norm``; unset: calibrated to the budget)."""
     round_timeout: float = 1.0
+    """Simulated seconds the server waits for each round's messages."""
 
     def __post_init__(self) -> None:
         if self.dimension < 1:

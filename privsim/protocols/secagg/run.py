@@ -23,15 +23,7 @@ from privsim.kit.intnoise.accounting import IntegerAccount, account, calibrate
 from privsim.kit.intnoise.modulus import ModulusPlan, ModulusTooSmallError, plan_modulus
 from privsim.kit.intnoise.noise import NoiseKind, client_parameter
 from privsim.kit.intnoise.rounding import integer_sensitivity as kit_sensitivity
-from privsim.kit.result import (
-    Abort,
-    Coalition,
-    Communication,
-    Parties,
-    Privacy,
-    RunResult,
-    Timing,
-)
+from privsim.kit.result import Abort, Privacy, RunResult
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.secagg import behaviours as roles
 from privsim.protocols.secagg.coalition import exposure
@@ -50,7 +42,7 @@ from privsim.sim.ledger import PrivacyLedger
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["SERVER", "Simulation", "parameters", "run_secagg", "simulate"]
+__all__ = ["SERVER", "Simulation", "parameters", "plan_ledger", "run_secagg", "simulate"]
 
 #: The aggregation server's party id.
 SERVER = "server"
@@ -263,6 +255,35 @@ def _charge(
     )
 
 
+def _charged(
+    scenario: Scenario,
+    clients: tuple[str, ...],
+    params: Parameters,
+    graph: Graph,
+    noise: Noise | None,
+) -> PrivacyLedger:
+    """The ledger with the round charged (refused over budget before anything runs),
+    trusting the server short of ``t`` share holders of a client's."""
+    p = scenario.privacy
+    ledger = PrivacyLedger(p.epsilon, p.delta, on_overspend=p.on_overspend)
+    n = len(clients)
+    holders = () if graph.complete else tuple(tuple(graph.holders(i).tolist()) for i in range(n))
+    trust = ServerThreshold.of(SERVER, clients, params.threshold, holders)
+    _charge(ledger, noise, trust, clients)
+    return ledger
+
+
+def plan_ledger(scenario: Scenario) -> PrivacyLedger:
+    """The ledger as :func:`run_secagg` charges it, before anything runs (on the graph of
+    the scenario's own seed: the trust recorded depends on it, the budget's verdict
+    does not)."""
+    n = scenario.population.clients
+    params = parameters(scenario)
+    graph = harary(n, params.degree, Streams(scenario.seed).generator("secagg", "graph"))
+    clients = tuple(f"client-{i}" for i in range(n))
+    return _charged(scenario, clients, params, graph, noise_plan(scenario))
+
+
 #: Key agreements (pairs × 2 kinds) from which a round uses worker processes: about a
 #: second of work on one core, against a fraction of a second to start them.
 MIN_AGREEMENTS_FOR_PROCESSES = 20_000
@@ -305,11 +326,7 @@ def simulate(
         distribution=cfg.distribution,
     )
     noise = noise_plan(scenario)
-    p = scenario.privacy
-    ledger = PrivacyLedger(p.epsilon, p.delta, on_overspend=p.on_overspend)
-    holders = () if graph.complete else tuple(tuple(graph.holders(i).tolist()) for i in range(n))
-    trust = ServerThreshold.of(SERVER, clients, params.threshold, holders)
-    _charge(ledger, noise, trust, clients)
+    ledger = _charged(scenario, clients, params, graph, noise)
 
     world = build_world(scenario, streams, [*clients, SERVER])
     secrets = streams.keystream("secagg", "client-secrets").words(np.arange(n), 0, SECRET_WORDS)
@@ -453,22 +470,18 @@ def run_secagg(scenario: Scenario, seed: int) -> RunResult:
     sim = simulate(scenario, seed)
     world, outcome = sim.world, sim.outcome
     included = [] if outcome.included is None else [sim.clients[i] for i in outcome.included]
-    return RunResult(
-        scenario_name=scenario.name,
-        protocol=scenario.protocol,
-        seed=sim.seed,
-        root_entropy=world.streams.entropy,
-        status="released" if outcome.ok else "aborted",
+    return RunResult.of_world(
+        scenario,
+        sim.seed,
+        world,
+        sim.ledger,
+        holders=sim.clients,
+        included=included if outcome.ok else None,
         abort=None if outcome.ok else Abort(reason=str(outcome.abort), detail=outcome.detail),
         privacy=_privacy(sim),
         accuracy=_errors(sim),
-        communication=Communication.of_world(world, output_party=SERVER),
-        parties=Parties.of_world(world, sim.clients, included if outcome.ok else None),
-        coalition=Coalition.of_world(world, _exposure(sim)),
-        timing=Timing(
-            wall_seconds=sim.wall_seconds,
-            key_agreement_seconds=world.channels.key_agreement_seconds,
-        ),
+        output_party=SERVER,
+        exposure=_exposure(sim),
         details=_details(sim),
-        scenario=scenario.to_dict(),
+        wall_seconds=sim.wall_seconds,
     )

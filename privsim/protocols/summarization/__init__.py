@@ -9,7 +9,7 @@ e^{−ε_auc(i−1)}, which always asks the top bidder and is not, is ``summariz
 = "paper"``); the best point obtained joins D_s. Non-private greedy and uniform sampling
 run beside it on the same split.
 
-Where the paper's text is garbled, the choices made (also in ``docs/summarization.md``):
+Where the paper's text is garbled, the choices made (also in ``docs/reproductions/summarization-details.md``):
 
 1. h1 (Algorithm 1): Ω rows ~ N(0, 2γI), b ~ U[0, 2π], h1(x) = √(2/d)·cos(Ωx + b).
 2. Quantisation (Algorithm 2, lines 10–13): scale by √(d/2) into [−1, 1], round to the
@@ -45,10 +45,15 @@ from typing import Any
 
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.summarization.attacks import ATTACKS
-from privsim.protocols.summarization.audit import audit_plan
+from privsim.protocols.summarization.audit import RELEASES
 from privsim.protocols.summarization.config import SummarizationConfig
 from privsim.protocols.summarization.data import records_of
-from privsim.protocols.summarization.experiment import CONSUMER, CURATOR, run_summarization
+from privsim.protocols.summarization.experiment import (
+    CONSUMER,
+    CURATOR,
+    plan_ledger,
+    run_summarization,
+)
 from privsim.protocols.summarization.figures import draw_study
 from privsim.protocols.summarization.report import flatten, report_lines
 from privsim.scenarios.errors import FieldError
@@ -169,6 +174,7 @@ SUMMARIZATION = ProtocolSpec(
     "and a private auction (Sarpatwar et al. 2019)",
     tables={"summarization": SummarizationConfig},
     run=run_summarization,
+    plan=plan_ledger,
     check=_check,
     parties=_parties,
     footprint=_footprint,
@@ -194,7 +200,7 @@ SUMMARIZATION = ProtocolSpec(
     },
     example=EXAMPLE,
     overspend={"summarization.auction_epsilon": 5.0},
-    audit=audit_plan,
+    audit=RELEASES,
     attacks=ATTACKS,
 )
 

@@ -16,6 +16,10 @@ Ledger entries:
   ``"paper"``: ``ApproximateDpEvent(ε_auc, 1 − e^{−ε_auc})`` — the δ the printed coins
   truly have (the top bidder is always asked;
   :func:`privsim.protocols.summarization.auction.shift_delta` computes it from the coins).
+- ``standardisation``, only under ``summarization.standardise = "owners"``: the features
+  were scaled by the owners' own mean and sd, a release outside any mechanism, so the
+  ledger records it as non-private and the run reports ε = ∞. The default scales by the
+  public seed set's statistics and is not charged.
 
 What each owner sees, and what covers it:
 
@@ -66,6 +70,8 @@ from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust, epsilo
 __all__ = [
     "AUCTION",
     "CURATOR",
+    "OWNERS_STANDARDISED",
+    "STANDARDISATION",
     "SUMMARY",
     "VALIDATION",
     "auction_epoch",
@@ -79,6 +85,9 @@ __all__ = [
 
 CURATOR = "curator"
 VALIDATION, SUMMARY, AUCTION = "validation-mwem", "summary-mwem", "auction"
+#: The ledger entry of ``summarization.standardise = "owners"``, and its reason.
+STANDARDISATION = "standardisation"
+OWNERS_STANDARDISED = "features standardised by the owners' own mean and sd, outside the ledger"
 TRUST = Trust.each(CURATOR, description="the curator honest (it holds D_v and D_s)")
 #: δ̃ of §4's two figures.
 PAPER_DELTA_VALIDATION, PAPER_DELTA_SUMMARY = 0.01, 1e-4
@@ -137,7 +146,9 @@ def _events(cfg: SummarizationConfig, epochs: int) -> dict[str, dp_accounting.Dp
 
 
 def charge(ledger: PrivacyLedger, cfg: SummarizationConfig) -> None:
-    """Charge the planned run (p epochs) before it starts."""
+    """Charge the planned run (p epochs) before it starts; record features standardised
+    by the owners' own statistics (``summarization.standardise = "owners"``) as a
+    non-private release (last, so the mechanisms are still held to the budget)."""
     for label, event in _events(cfg, cfg.summary_size).items():
         try:
             ledger.charge(label, event, trust=TRUST)
@@ -149,6 +160,8 @@ def charge(ledger: PrivacyLedger, cfg: SummarizationConfig) -> None:
                     'set summarization.auction = "private" (the default) for ε_auc-DP coins.'
                 ) from None
             raise
+    if cfg.standardise == "owners":
+        ledger.non_private(STANDARDISATION, OWNERS_STANDARDISED)
 
 
 def settle(ledger: PrivacyLedger, cfg: SummarizationConfig, validation: bool, epochs: int) -> None:

@@ -85,7 +85,7 @@ def parsimony_bound(
     """Bound on the expected owners' points the curator accesses in ``epochs`` epochs:
     epochs·Σ_i p_i (the coins) + K·⌊epochs/τ⌋ (the τ rule: an owner is insisted on only
     after τ epochs in a row with the same unasked bid, and its count restarts once it
-    sends, so at most ⌊epochs/τ⌋ times). See ``docs/summarization.md``, "Parsimony"."""
+    sends, so at most ⌊epochs/τ⌋ times). See ``docs/reproductions/summarization-details.md``, "Parsimony"."""
     return epochs * expected_asks(bidders, epsilon_auc, variant) + bidders * (epochs // tau)
 
 

@@ -13,7 +13,7 @@ still adds the best pooled point, if any (line 15); with an empty pool it adds n
 The size n broadcast with g_ℓ, and MWEM's q, are public: |D_init| + ℓ − 1, what D_s
 holds had every epoch added a point. The true |D_s| would tell every owner whether
 anyone was asked in an epoch that began with an empty pool, which with its own coin is
-more than ε_auc (``docs/summarization.md``, "An epoch in which nobody is asked").
+more than ε_auc (``docs/reproductions/summarization-details.md``, "An epoch in which nobody is asked").
 """
 
 from __future__ import annotations

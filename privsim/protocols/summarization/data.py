@@ -20,14 +20,17 @@ D_init comes from another domain.
 - ``wine``: the owners split the red wines; owner 0 also holds 70% of the white; the
   target is white wine; label quality ≥ 6; seed: red wines held out.
 
-Features are standardised with the source's mean and spread (the experimenter's
-preprocessing), except digits (already in [0, 1]).
-
 - ``csv``: the user's own set-up, one file whose role column assigns every row to an
   owner (``owner-0`` …), the consumer's validation set, the test set or the seed set
-  (:func:`load_user_csv`). The file is the split: no draw is made. Features are
-  standardised with the seed set's mean and spread (public data, unlike the owners':
-  their statistics would be released outside the ledger) unless ``standardise = false``.
+  (:func:`load_user_csv`). The file is the split: no draw is made.
+
+Scaling (``summarization.standardise``): occupancy's, wine's and a CSV's features are
+centred and scaled by the seed set's mean and standard deviation (``"seed"``, the
+default: D_init is public, §4 lets it be random), or left as they are (``"none"``). The
+owners' own statistics would be released outside the ledger: ``"owners"`` (occupancy and
+wine only) scales by the source domain's mean and spread, as the study tables of docs/reproductions/summarization.md
+were measured, and the ledger records that as a non-private release. Synthetic and
+digits are on a public scale (generated; pixels / 16) and never standardised.
 """
 
 from __future__ import annotations
@@ -128,6 +131,28 @@ def _standardise(s: SetUp, mean: F64, sd: F64) -> SetUp:
     )
 
 
+def _scaled(raw: SetUp, cfg: SummarizationConfig, owners_mean: F64, owners_sd: F64) -> SetUp:
+    """``raw`` as ``cfg.standardise`` says: by the seed set's mean and sd (public), as it
+    is, or by the owners' (source domain's) ``owners_mean`` and ``owners_sd`` — the
+    non-private preprocessing the ledger records
+    (:func:`privsim.protocols.summarization.accounting.charge`)."""
+    if cfg.standardise == "none":
+        return raw
+    if cfg.standardise == "owners":
+        return _standardise(raw, owners_mean, owners_sd)
+    seed = raw.seed[0]
+    sd = seed.std(0)
+    constant = np.flatnonzero(sd == 0)
+    if constant.size:
+        raise FieldError(
+            "summarization.seed_size",
+            f"the {len(seed)} seed points of the {raw.name} set-up are constant in feature "
+            f"{int(constant[0])}: the features cannot be standardised by them",
+            'give a larger seed set, or set summarization.standardise = "none"',
+        )
+    return _standardise(raw, seed.mean(0), sd)
+
+
 def _label(x: F64) -> F64:
     return (np.sin(2 * x[:, 0]) + x[:, 1] - 0.5 * x[:, 2] > 0).astype(np.float64)
 
@@ -201,7 +226,7 @@ def _occupancy(cfg: SummarizationConfig, rng: np.random.Generator) -> SetUp:
         test=test,
         seed=(x[first][pick], y[first][pick]),
     )
-    return _standardise(raw, x[train].mean(0), x[train].std(0) + 1e-12)
+    return _scaled(raw, cfg, x[train].mean(0), x[train].std(0) + 1e-12)
 
 
 def _wine(cfg: SummarizationConfig, rng: np.random.Generator) -> SetUp:
@@ -222,7 +247,7 @@ def _wine(cfg: SummarizationConfig, rng: np.random.Generator) -> SetUp:
         test=test,
         seed=(rx[seed_idx], ry[seed_idx]),
     )
-    return _standardise(raw, rx.mean(0), rx.std(0) + 1e-12)
+    return _scaled(raw, cfg, rx.mean(0), rx.std(0) + 1e-12)
 
 
 #: The roles of a user's CSV rows besides ``owner-<k>``.
@@ -265,7 +290,7 @@ def load_user_csv(cfg: SummarizationConfig) -> SetUp:
         cfg.target,
         cfg.role_column,
         cfg.owners,
-        cfg.standardise,
+        cfg.standardise == "seed",
     )
 
 
@@ -465,7 +490,7 @@ def _read_user_csv(
                 f"{p}: column {features[constant[0]]!r} is constant over the seed rows "
                 "and cannot be standardised by them",
                 "drop it from summarization.features, give seed rows that vary in it, or "
-                "set summarization.standardise = false and scale it by public constants",
+                'set summarization.standardise = "none" and scale it by public constants',
             )
         x = (x - mean) / sd
 

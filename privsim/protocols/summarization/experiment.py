@@ -14,16 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from privsim.kit.result import (
-    Abort,
-    Coalition,
-    Communication,
-    MethodResult,
-    Parties,
-    Privacy,
-    RunResult,
-    Timing,
-)
+from privsim.kit.result import Abort, MethodResult, Privacy, RunResult
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.summarization import accounting, baselines
 from privsim.protocols.summarization.auction import expected_asks, nobody_asked, parsimony_bound
@@ -49,7 +40,7 @@ from privsim.scenarios.schema import Scenario
 from privsim.sim.ledger import PrivacyLedger
 from privsim.sim.streams import Streams
 
-__all__ = ["CONSUMER", "CURATOR", "owner_names", "run_summarization"]
+__all__ = ["CONSUMER", "CURATOR", "owner_names", "plan_ledger", "run_summarization"]
 
 CURATOR = accounting.CURATOR
 CONSUMER = "consumer"
@@ -96,6 +87,14 @@ def _baselines(
     }
 
 
+def plan_ledger(scenario: Scenario) -> PrivacyLedger:
+    """The ledger as :func:`run_summarization` charges it, before anything runs."""
+    priv = scenario.privacy
+    ledger = PrivacyLedger(priv.epsilon, priv.delta, on_overspend=priv.on_overspend)
+    accounting.charge(ledger, scenario.table("summarization", SummarizationConfig))
+    return ledger
+
+
 def run_summarization(scenario: Scenario, seed: int) -> RunResult:
     """One replication; see the module docstring."""
     started = time.perf_counter()
@@ -106,8 +105,7 @@ def run_summarization(scenario: Scenario, seed: int) -> RunResult:
     h1 = FourierHash.draw(
         setup.dimension, cfg.dimension, cfg.gamma, streams.generator("summarization", "h1")
     )
-    ledger = PrivacyLedger(priv.epsilon, priv.delta, on_overspend=priv.on_overspend)
-    accounting.charge(ledger, cfg)
+    ledger = plan_ledger(scenario)
 
     owners = owner_names(cfg)
     world = build_world(scenario, streams, [CONSUMER, CURATOR, *owners])
@@ -145,7 +143,10 @@ def run_summarization(scenario: Scenario, seed: int) -> RunResult:
         else CuratorOutcome(status="aborted", detail="the curator crashed")
     )
     accounting.settle(ledger, cfg, out.validation_released, out.epochs)
-    released = out.status == "released"
+    # A summary of no point holds no owner's data (every owner absent, its messages lost):
+    # nothing to release, and no quality to measure.
+    no_data = out.status == "released" and not out.points
+    released = out.status == "released" and not no_data
     x = np.stack(out.points) if out.points else np.zeros((0, setup.dimension))
     y = np.asarray(out.labels)
     accuracy: dict[str, Any] | None = None
@@ -203,32 +204,32 @@ def run_summarization(scenario: Scenario, seed: int) -> RunResult:
         "per_party": cost_by_party(world),
         "composition": accounting.composition_figures(cfg, out.epochs),
     }
-    return RunResult(
-        scenario_name=scenario.name,
-        protocol="summarization",
-        seed=seed,
-        root_entropy=world.streams.entropy,
-        status="released" if released else "aborted",
-        abort=None if released else Abort(reason=out.status, detail=out.detail),
-        privacy=Privacy.of(
-            ledger,
-            world.coalition,
-            trusted="the curator (it holds D_v and every collected point)",
-            epsilon_summary=cfg.summary_epsilon,
-            auction=cfg.auction,
-            auction_epoch=list(accounting.auction_epoch(cfg)),
-        ),
+    return RunResult.of_world(
+        scenario,
+        seed,
+        world,
+        ledger,
+        holders=owners,
+        included=sorted({s for s, _ in out.picks}),
+        abort=None
+        if released
+        else Abort(
+            reason="no_data",
+            detail="the curator received no owner's point (every owner absent, or its "
+            "messages lost): the summary would be empty",
+        )
+        if no_data
+        else Abort(reason=out.status, detail=out.detail),
+        privacy={
+            "trusted": "the curator (it holds D_v and every collected point)",
+            "epsilon_summary": cfg.summary_epsilon,
+            "auction": cfg.auction,
+            "auction_epoch": list(accounting.auction_epoch(cfg)),
+        },
         accuracy=accuracy,
-        communication=Communication.of_world(world, output_party=CURATOR),
-        parties=Parties.of_world(world, owners, sorted({s for s, _ in out.picks})),
-        coalition=Coalition.of_world(
-            world, exposure(world, owners, out.picks, out.epochs, cfg.auction)
-        ),
-        timing=Timing(
-            wall_seconds=time.perf_counter() - started,
-            key_agreement_seconds=world.channels.key_agreement_seconds,
-        ),
+        output_party=CURATOR,
+        exposure=exposure(world, owners, out.picks, out.epochs, cfg.auction),
         methods=methods,
         details=details,
-        scenario=scenario.to_dict(),
+        started=started,
     )

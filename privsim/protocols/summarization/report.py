@@ -12,6 +12,25 @@ def _num(value: Any, fmt: str = ".4g") -> str:
     return format(value, fmt) if isinstance(value, int | float) else str(value)
 
 
+#: How ``summarization.standardise`` reads in the report (booleans: older results).
+_SCALING = {
+    "seed": "features standardised by the seed set's mean and sd (public)",
+    "none": "features used as given",
+    "owners": "features standardised by the owners' own mean and sd, outside the ledger: "
+    "not private (ε = ∞), kept only to reproduce the reproduction's study tables",
+}
+
+
+def _scaling_lines(sc: Mapping[str, Any]) -> list[str]:
+    """One line for the set-ups whose features ``standardise`` scales."""
+    if sc.get("dataset") not in ("occupancy", "wine", "csv"):
+        return []
+    choice = sc.get("standardise", "seed")
+    if isinstance(choice, bool):
+        choice = "seed" if choice else "none"
+    return [f"Scaling     {_SCALING.get(str(choice), str(choice))}"]
+
+
 def report_lines(result: Mapping[str, Any]) -> list[str]:
     """Set-up, quality against the baselines, parsimony, the auction's guarantee and the
     two composition figures."""
@@ -20,6 +39,7 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         f"  {d['owners']} owners, data {d['dataset']}, summary p = {d['summary_size']}, "
         f"d = {sc['dimension']}, γ = {sc['gamma']}, ε_auc = {sc['auction_epsilon']}"
     ]
+    lines += _scaling_lines(sc)
     acc = result.get("accuracy")
     if acc:
         lines.append(
