@@ -12,13 +12,15 @@ fails when a committed page differs from what its generator writes.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "reference" / "cli.md"
 COMMAND = "python docs/gen_cli.py"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # page_io, beside this script
+from page_io import finish, write_or_check  # noqa: E402
 
 INTRO = """\
 `privsim` with no command runs `privsim run` (the embedded quickstart). Every command
@@ -189,22 +191,11 @@ def render() -> str:
         *(f"| `{name}` | {_cell(meaning)} |" for name, meaning in ENVIRONMENT),
         "",
     ]
-    text = "\n".join(page)
-    return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
+    return finish(page)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    text = render()
-    if "--check" in args:
-        stale = not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text
-        if stale:
-            print(f"{PAGE.relative_to(ROOT)} is stale: run {COMMAND}", file=sys.stderr)
-        return int(stale)
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    return 0
+    return write_or_check(PAGE, render(), COMMAND, argv)
 
 
 if __name__ == "__main__":

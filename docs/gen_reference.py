@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "reference" / "protocol-api.md"
 COMMAND = "python docs/gen_reference.py"
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # page_io, beside this script
+from page_io import finish, write_or_check  # noqa: E402
 
 #: A whole protocol, shown on the page; tests/test_reference_page.py runs the contract
 #: checks on it, so the page's example keeps working.
@@ -469,22 +471,11 @@ def render() -> str:
         *(f"- `{c.name}`: {_one_line(c.doc)}" for c in testing.CHECKS),
         "",
     ]
-    text = "\n".join(page)
-    return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
+    return finish(page)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    text = render()
-    if "--check" in args:
-        stale = not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text
-        if stale:
-            print(f"{PAGE.relative_to(ROOT)} is stale: run {COMMAND}", file=sys.stderr)
-        return int(stale)
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    return 0
+    return write_or_check(PAGE, render(), COMMAND, argv)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "reference" / "scenario-schema.md"
 COMMAND = "python docs/gen_schema.py"
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # page_io, beside this script
+from page_io import finish, write_or_check  # noqa: E402
+
 INTRO = """\
 A scenario is one TOML file: a few top-level keys, the common tables every protocol
 reads (`[population]`, `[privacy]`, `[threat]`, `[faults]`, `[network]`) and the tables
@@ -301,22 +304,11 @@ def render() -> str:
             *class_doc(cls),
             *field_table(cls),
         ]
-    text = "\n".join(page)
-    return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
+    return finish(page)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    text = render()
-    if "--check" in args:
-        stale = not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text
-        if stale:
-            print(f"{PAGE.relative_to(ROOT)} is stale: run {COMMAND}", file=sys.stderr)
-        return int(stale)
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    return 0
+    return write_or_check(PAGE, render(), COMMAND, argv)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
+
+from tests.plugin_install import plugin_env, privsim
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "two_server_mean"
@@ -27,35 +26,12 @@ MAX_LINES = 170
 
 @pytest.fixture(scope="module")
 def example_env(tmp_path_factory) -> dict[str, str]:
-    env = dict(os.environ)
     if any(ep.name == "two_server_mean" for ep in entry_points(group="privsim.protocols")):
-        return env  # installed already (pip install -e examples/two_server_mean)
-    target = tmp_path_factory.mktemp("site")
-    source = tmp_path_factory.mktemp("src") / "two_server_mean"
-    shutil.copytree(EXAMPLE, source)  # pip builds in the source tree: keep ours clean
-    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target)]
-    install = subprocess.run(
-        [*pip, str(source)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert install.returncode == 0, install.stderr[-2000:]
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(target), str(ROOT), env.get("PYTHONPATH")) if p
-    )
-    return env
+        return dict(os.environ)  # installed already (pip install -e examples/two_server_mean)
+    return plugin_env(EXAMPLE, tmp_path_factory)
 
 
-def _privsim(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "privsim", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )
+_privsim = privsim
 
 
 def test_the_tutorial_protocol_keeps_the_contract(example_env, tmp_path):

@@ -7,14 +7,15 @@ test, which picks it up from the registry like any built-in protocol."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.plugin_install import plugin_env as install_plugin
+from tests.plugin_install import privsim
 
 PLUGIN = Path(__file__).parent / "plugins" / "noisy_sum"
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,42 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def plugin_env(tmp_path_factory):
-    target = tmp_path_factory.mktemp("site")
-    source = tmp_path_factory.mktemp("src") / "noisy_sum"
-    shutil.copytree(PLUGIN, source)  # pip builds in the source tree: keep ours clean
-    install = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--target",
-            str(target),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert install.returncode == 0, install.stderr[-2000:]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(target), str(ROOT), env.get("PYTHONPATH")) if p
-    )
-    return env
+    return install_plugin(PLUGIN, tmp_path_factory)
 
 
-def _privsim(env, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "privsim", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )
+_privsim = privsim
 
 
 def test_an_installed_plugin_runs_and_sweeps_through_the_command_line(plugin_env, tmp_path):
