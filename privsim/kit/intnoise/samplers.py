@@ -113,11 +113,15 @@ def sample_discrete_gaussian(rng: np.random.Generator, sigma: float, size: Size)
     return out.reshape(_shape(size))
 
 
+#: The largest Poisson mean NumPy's sampler draws (its ``POISSON_LAM_MAX``).
+SKELLAM_MAX_MU = float(np.iinfo(np.int64).max - 10 * math.sqrt(np.iinfo(np.int64).max))
+
+
 def sample_skellam(rng: np.random.Generator, mu: float, size: Size) -> I64:
     """Symmetric Skellam Sk(μ, μ) = Poisson(μ) − Poisson(μ): mean 0, variance 2μ, closed
     under sums (Σ_i Sk(μ_i) = Sk(Σ_i μ_i); Agarwal, Kairouz & Liu 2021)."""
-    if not (mu >= 0 and math.isfinite(mu)):
-        raise ValueError(f"mu must be a finite number >= 0, got {mu}")
+    if not (0 <= mu <= SKELLAM_MAX_MU):
+        raise ValueError(f"mu must be a number in [0, {SKELLAM_MAX_MU:.4g}], got {mu}")
     shape = _shape(size)
     _count(size)
     a = rng.poisson(mu, size=shape).astype(np.int64)

@@ -21,6 +21,7 @@ from privsim.kit.intnoise.dca import IntegerClientInputs, IntegerSetup
 from privsim.kit.intnoise.modulus import ModulusTooSmallError, plan_modulus
 from privsim.kit.intnoise.noise import IntegerNoise, NoiseKind
 from privsim.kit.intnoise.rounding import integer_sensitivity
+from privsim.kit.intnoise.samplers import SKELLAM_MAX_MU
 from privsim.kit.securesum import behaviours as dca
 from privsim.kit.securesum import pool
 from privsim.kit.securesum.batched import (
@@ -203,6 +204,14 @@ def integer_setup(
             "leave dca.modulus_bits out (the planner's choice) or raise it; lower "
             "dca.fraction_bits (coarser rounding) or raise dca.wrap_probability",
         ) from exc
+    if kind == "skellam" and parameter > SKELLAM_MAX_MU:
+        raise FieldError(
+            "dca.fraction_bits",
+            f"the Skellam noise this needs has a Poisson mean of {parameter:.4g} per client, "
+            f"beyond the {SKELLAM_MAX_MU:.4g} the sampler draws",
+            f"lower dca.fraction_bits (now {cfg.fraction_bits}; each bit fewer divides the "
+            "mean by 4) or use dca.noise = 'discrete_gaussian'",
+        )
     return IntegerSetup(
         mechanism=mechanism,
         parameter=parameter,
