@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import threading
 import time
 from pathlib import Path
@@ -99,8 +98,11 @@ class _PeakMemory:
 
 
 def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    """CPU seconds the round's worker processes spent in its tasks so far (the workers
+    are reused between rounds, so the OS's count of ended children would miss them)."""
+    from privsim.sim.workers import WorkerUsage
+
+    return float(sum(WorkerUsage.cpu_seconds))
 
 
 def run_cell(protocol: str, n: int, d: int) -> dict[str, Any]:
@@ -108,11 +110,14 @@ def run_cell(protocol: str, n: int, d: int) -> dict[str, Any]:
     from privsim.protocols.secagg.run import SERVER, round_processes, simulate
 
     scenario = _scenario(protocol, n, d)
-    started, cpu, worker_cpu = time.perf_counter(), time.process_time(), _children_cpu()
+    from privsim.sim.workers import WorkerUsage
+
+    WorkerUsage.cpu_seconds = ()  # the figures of this round's pool only
+    started, cpu = time.perf_counter(), time.process_time()
     with _PeakMemory() as memory:
         sim = simulate(scenario)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    worker_cpu = _children_cpu() - worker_cpu
+    worker_cpu = _children_cpu()
     comm = Communication.of_world(sim.world, output_party=SERVER)
     client, server = comm.roles["client"], comm.roles["server"]
     return {

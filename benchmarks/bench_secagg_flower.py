@@ -29,10 +29,12 @@ Figures per N and engine:
   ``DefaultWorkflow(fit_workflow=SecAggPlusWorkflow(...))`` (FedAvg, no evaluation) in
   the Ray-backed simulation runtime; each round is timed around the workflow call and the
   table gives the median of the rounds after the first (the first warms up the Ray
-  actors; the Ray start-up itself is not counted). CPU time is that of this process and
-  all its descendants (Ray's GCS, raylet and workers) over the round, read with psutil.
-  privsim simulates one round (``privsim.protocols.secagg.run.simulate``); its CPU time is
-  this process's.
+  actors; the Ray start-up itself is not counted, nor the benchmark's own byte counting
+  and process-tree reading inside the round). CPU time is that of this process and all
+  its descendants (Ray's GCS, raylet and workers) over the round, read with psutil.
+  privsim simulates a round (``privsim.protocols.secagg.run.simulate``, the world built
+  anew each time) ``--rounds`` − 1 times after an untimed one, and the table gives the
+  median, as for Flower (at N = 10^4, one timed round); its CPU time is this process's.
 - bytes per client: Flower's are the serialized record dicts (protobuf ``ByteSize``) of
   the messages the server sends to and receives from each node in the four stages, summed
   per node and averaged over the nodes that took part, the dropped ones included (in Flower the clients' encrypted
@@ -138,7 +140,10 @@ def make_cell(n: int, d: int, dropout: float) -> Cell:
     )
 
 
-def run_privsim(cell: Cell) -> Timing:
+def run_privsim(cell: Cell, rounds: int = 2, *, warm_up: bool = True) -> Timing:
+    """``rounds`` timed rounds of privsim's SecAgg+ after an untimed one (the same
+    statistic as Flower's: the median of the rounds after a warm-up; without
+    ``warm_up``, the untimed probe below is the only one before them)."""
     from privsim.kit.result import Communication
     from privsim.protocols.secagg.run import SERVER, simulate
 
@@ -146,20 +151,25 @@ def run_privsim(cell: Cell) -> Timing:
     # out, their masked inputs never leave (read off an untimed run without faults).
     probe = simulate(_scenario(dataclasses.replace(cell, dropped=())))
     scenario = _scenario(cell, crash_at=probe.outcome.closed_at[1])
-    started, cpu = time.perf_counter(), time.process_time()
-    sim = simulate(scenario)
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    sim = simulate(scenario) if warm_up else probe  # the warm-up round, untimed
+    walls: list[float] = []
+    cpus: list[float] = []
+    for _ in range(max(1, rounds)):
+        started, cpu = time.perf_counter(), time.process_time()
+        sim = simulate(scenario)
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
     comm = Communication.of_world(sim.world, output_party=SERVER)
     client = comm.roles["client"]
     # the mean over all N clients, the dropped ones included (as on Flower's side)
     return Timing(
         engine="privsim",
-        wall_s=wall,
-        cpu_s=cpu,
+        wall_s=statistics.median(walls),
+        cpu_s=statistics.median(cpus),
         client_sent=client["bytes_sent_mean"],
         client_recv=client["bytes_received_mean"],
         status="released" if sim.outcome.ok else str(sim.outcome.abort),
-        rounds=(wall,),
+        rounds=tuple(walls),
     )
 
 
@@ -229,9 +239,11 @@ def run_flower(cell: Cell, rounds: int) -> Timing:
     recv: dict[int, int] = defaultdict(int)  # node -> server, i.e. what the node sends
     walls: list[float] = []
     cpus: list[float] = []
+    counting = [0.0, 0.0]  # wall and CPU seconds spent counting bytes in this round
 
     class CountingGrid:
-        """The grid the workflow sees: counts the serialized content of every message."""
+        """The grid the workflow sees: counts the serialized content of every message
+        (the time it takes is the benchmark's, taken off Flower's round)."""
 
         def __init__(self, inner: Grid) -> None:
             self._inner = inner
@@ -239,23 +251,33 @@ def run_flower(cell: Cell, rounds: int) -> Timing:
         def __getattr__(self, name: str) -> Any:
             return getattr(self._inner, name)
 
+        def _count(self, into: dict[int, int], node: int, content: Any) -> None:
+            wall, cpu = time.perf_counter(), time.process_time()
+            into[node] += recorddict_to_proto(content).ByteSize()
+            counting[0] += time.perf_counter() - wall
+            counting[1] += time.process_time() - cpu
+
         def send_and_receive(self, messages: Iterable[Message], **kw: Any) -> Any:
             messages = list(messages)
             for m in messages:
-                sent[m.metadata.dst_node_id] += recorddict_to_proto(m.content).ByteSize()
+                self._count(sent, m.metadata.dst_node_id, m.content)
             replies = list(self._inner.send_and_receive(messages, **kw))
             for r in replies:
                 if r.has_content():
-                    recv[r.metadata.src_node_id] += recorddict_to_proto(r.content).ByteSize()
+                    self._count(recv, r.metadata.src_node_id, r.content)
             return replies
 
     secagg = SecAggPlusWorkflow(num_shares=cell.shares, reconstruction_threshold=cell.threshold)
 
     def timed_fit(grid: Any, context: Any) -> None:
-        wall, cpu = time.perf_counter(), _tree_cpu()
+        counting[:] = [0.0, 0.0]
+        cpu = _tree_cpu()  # (reading the process tree is not part of the round)
+        wall = time.perf_counter()
         secagg(CountingGrid(grid), context)
-        walls.append(time.perf_counter() - wall)
-        cpus.append(_tree_cpu() - cpu)
+        wall = time.perf_counter() - wall
+        cpu = _tree_cpu() - cpu
+        walls.append(wall - counting[0])
+        cpus.append(cpu - counting[1])
 
     server_app = ServerApp()
 
@@ -300,7 +322,7 @@ def run_flower(cell: Cell, rounds: int) -> Timing:
 def _row(cell: Cell, t: Timing) -> str:
     return (
         f"{t.engine:<8} {cell.n:>6} {cell.d:>6} {cell.shares:>6} {cell.threshold:>4} "
-        f"{len(cell.dropped):>5} {t.wall_s:>9.3f} {t.cpu_s:>9.3f} {t.client_sent:>12.0f} "
+        f"{len(cell.dropped):>5} {t.wall_s:>9.4f} {t.cpu_s:>9.4f} {t.client_sent:>12.0f} "
         f"{t.client_recv:>12.0f}  {t.status}"
     )
 
@@ -334,7 +356,9 @@ def main(argv: list[str] | None = None) -> None:
         if have_flower and n <= 1000:
             flower = run_flower(cell, args.rounds)
             print(_row(cell, flower), flush=True)
-        ours = run_privsim(cell)
+        # (at N = 10^4 one round after the probe: each takes a while)
+        big = n > 1000
+        ours = run_privsim(cell, 1 if big else max(1, args.rounds - 1), warm_up=not big)
         print(_row(cell, ours), flush=True)
         if flower is not None:
             speedups.append(

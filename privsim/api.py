@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from privsim import registry
 from privsim.golden import GoldenMismatch, GoldenReport, assert_golden, check_golden
 from privsim.limits import WorkLimitError, allowing_large
-from privsim.runs import ResultError, nan_field, run, validate
+from privsim.runs import ResultError, nan_field, validate
+from privsim.runs import run as _run
 from privsim.scenarios.loader import builtin_scenario, load_scenario
 from privsim.scenarios.schema import Scenario
 from privsim.shadowing import check as _check_shadowing
@@ -27,6 +28,7 @@ from privsim.shadowing import check as _check_shadowing
 if TYPE_CHECKING:
     import pandas as pd
 
+    from privsim.kit.result import RunResult
     from privsim.studies.study import Study
     from privsim.studies.sweep import SweepSummary
 
@@ -51,6 +53,28 @@ __all__ = [
     "sweep",
     "validate",
 ]
+
+
+def run(
+    scenario: Scenario,
+    seed: int | None = None,
+    *,
+    preflight: bool = True,
+    scheduler: str | None = None,
+    security: Any = None,
+    workers: int | None = None,
+) -> RunResult:
+    """Run ``scenario`` at ``seed`` (default: the scenario's own seed), as
+    :func:`privsim.runs.run` does. With ``scheduler`` (a Dask scheduler's address,
+    ``tls://`` with a ``distributed.Security`` as ``security``, or ``"local"`` for a
+    LocalCluster of ``workers`` processes), each round's bulk work is sharded over the
+    cluster's workers (:mod:`privsim.cluster`); the result is the same bytes."""
+    if scheduler is None:
+        return _run(scenario, seed, preflight=preflight)
+    from privsim.cluster import on_cluster
+
+    with on_cluster(scheduler, security=security, workers=workers):
+        return _run(scenario, seed, preflight=preflight)
 
 
 def list_protocols() -> dict[str, str]:

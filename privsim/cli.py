@@ -34,7 +34,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             show=args.progress,
         ):
             try:
-                result = run(scenario, seed).to_dict()
+                result = run(scenario, seed, **_cluster_of(args)).to_dict()
             except KeyboardInterrupt:
                 raise KeyboardInterrupt("no result file was written") from None
     for w in caught:
@@ -46,6 +46,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"Result file {out}")
     verdict = _privacy_verdict(result, allowed=args.allow_overspend or _allows(scenario))
     return _abort_verdict(result, allowed=args.allow_abort) or verdict
+
+
+def _cluster_of(args: argparse.Namespace) -> dict[str, Any]:
+    """``run``'s Dask cluster options as :func:`privsim.api.run` takes them (none without
+    --scheduler; the TLS options without it are refused as for a sweep)."""
+    from privsim.studies.executors import dask_security
+
+    security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key)
+    if args.scheduler is None:
+        return {}
+    return {"scheduler": args.scheduler, "security": security, "workers": args.workers}
 
 
 def _scenario_with_settings(args: argparse.Namespace) -> Any:
@@ -240,7 +251,7 @@ def _apply_max_memory(args: argparse.Namespace) -> None:
 
     if getattr(args, "allow_large", False):
         os.environ[ALLOW_LARGE_ENV] = "1"
-    if args.command == "run" and args.workers is not None:
+    if args.command == "run" and args.workers is not None and args.scheduler is None:
         from privsim.sim.workers import ENV as ROUND_PROCESSES
         from privsim.studies.executors import check_workers
 
@@ -254,6 +265,20 @@ def _apply_max_memory(args: argparse.Namespace) -> None:
     limit = getattr(args, "max_time", None)
     if limit:
         os.environ[MAX_TIME_ENV] = str(parse_seconds(limit))
+
+
+def _add_cluster(parser: argparse.ArgumentParser, what: str) -> None:
+    """--scheduler and the TLS options of a Dask cluster."""
+    parser.add_argument(
+        "--scheduler",
+        help=f"{what}: a Dask scheduler address (tls://HOST:PORT with the --tls-* options; a "
+        "scheduler is a trust boundary), or 'local' for a LocalCluster on this machine",
+    )
+    parser.add_argument(
+        "--tls-ca-file", help="PEM file of the CA that signed the cluster's certificates"
+    )
+    parser.add_argument("--tls-cert", help="PEM file of this client's certificate (mutual TLS)")
+    parser.add_argument("--tls-key", help="PEM file of this client's private key")
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -389,9 +414,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     ceiling = _audit_ceiling(t.negatives, t.positives, result.claimed_delta, result.confidence)
     if ceiling < result.claimed_epsilon:
         needed = args.trials
-        while needed < 10**9 and _audit_ceiling(
-            needed // 2, needed // 2, result.claimed_delta, result.confidence
-        ) < result.claimed_epsilon:
+        while (
+            needed < 10**9
+            and _audit_ceiling(needed // 2, needed // 2, result.claimed_delta, result.confidence)
+            < result.claimed_epsilon
+        ):
             needed *= 2
         print(
             f"privsim: warning: {args.trials} trials cannot resolve the claim: even a perfect "
@@ -564,7 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="results", help="directory for the JSON result (default: results)"
     )
     run_p.add_argument(
-        "--encryption", choices=["aes-gcm", "none"], help="override network.encryption"
+        "--encryption",
+        choices=["aes-gcm", "sized", "none"],
+        help="override network.encryption (sized: AES-GCM's wire sizes, nothing encrypted)",
     )
     run_p.add_argument(
         "--allow-overspend",
@@ -580,7 +609,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         help="worker processes of the run's share rounds (default: $PRIVSIM_ROUND_PROCESSES, "
-        "else the usable cores, at most 4; at most 4 per core; 1 keeps the run in one process)",
+        "else the usable cores, at most 4; at most 4 per core; 1 keeps the run in one process); "
+        "with --scheduler local, the LocalCluster's workers",
+    )
+    _add_cluster(
+        run_p,
+        "shard each round's bulk work (shares, noise, sealing, partial sums) "
+        "over a Dask cluster's workers; the result is the same bytes as a local run",
     )
     _add_set(run_p)
     _add_progress(run_p)
@@ -595,16 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw_p.add_argument("study", help="study TOML file")
     sw_p.add_argument("--out", required=True, help="results directory (created; reused to resume)")
-    sw_p.add_argument(
-        "--scheduler",
-        help="Dask scheduler address (tls://HOST:PORT with the --tls-* options; a scheduler is "
-        "a trust boundary), or 'local' for a LocalCluster",
-    )
-    sw_p.add_argument(
-        "--tls-ca-file", help="PEM file of the CA that signed the cluster's certificates"
-    )
-    sw_p.add_argument("--tls-cert", help="PEM file of this client's certificate (mutual TLS)")
-    sw_p.add_argument("--tls-key", help="PEM file of this client's private key")
+    _add_cluster(sw_p, "run the study's replications on a Dask cluster, one per task")
     sw_p.add_argument(
         "--workers",
         type=int,

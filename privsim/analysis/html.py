@@ -200,6 +200,27 @@ def _failures(frame: Any) -> str:
     return f"<ul>{items}</ul>{more}"
 
 
+def _channel_note(frame: Any, study: Mapping[str, Any]) -> str:
+    """A sentence for the page's head when the study's channels are ``sized``: its bytes
+    and times are AES-GCM's, but nothing was encrypted."""
+    modes: set[Any] = set()
+    if "grid.network.encryption" in frame:
+        modes = set(frame["grid.network.encryption"].dropna().tolist())
+    else:
+        overrides, base = study.get("overrides"), study.get("base")
+        if isinstance(overrides, Mapping) and "network.encryption" in overrides:
+            modes = {overrides["network.encryption"]}
+        elif isinstance(base, Mapping):
+            modes = {_dotted(base).get("network.encryption")}
+    if "sized" not in modes:
+        return ""
+    return (
+        " Channels: network.encryption = sized in "
+        + ("every cell" if modes == {"sized"} else "some cells")
+        + ": AES-GCM's wire bytes and times, nothing encrypted."
+    )
+
+
 def study_toml(study: Mapping[str, Any]) -> str:
     """The study description (``study.json`` of a results directory) as TOML, the form
     a user wrote it in."""
@@ -261,7 +282,8 @@ def render_html(frame: Any, *, results_dir: str, study: Mapping[str, Any] | None
     grid = ", ".join(c.removeprefix("grid.") for c in grid_columns(frame)) or "none"
     head = (
         f"<h1>Study report: {html.escape(name)}</h1>\n"
-        f"<p>{html.escape(_status_line(frame))}. Grid fields: {html.escape(grid)}. "
+        f"<p>{html.escape(_status_line(frame))}. Grid fields: {html.escape(grid)}."
+        f"{html.escape(_channel_note(frame, study))} "
         f"Results directory <code>{html.escape(results_dir)}</code>; privsim "
         f"{html.escape(__version__)}.</p>\n<nav>{nav}</nav>"
     )

@@ -86,7 +86,7 @@ def _composition_line(found: Mapping[str, Any] | None) -> str:
     )
 
 
-def _traffic_lines(comm: Mapping[str, Any]) -> list[str]:
+def _traffic_lines(comm: Mapping[str, Any], encryption: str = "") -> list[str]:
     lines = [
         f"Traffic     {comm['messages']} messages, {fmt_bytes(comm['bytes'])}, {comm['rounds']} rounds"
         + "".join(f", {k} {v}" for k, v in comm.get("by_status", {}).items())
@@ -106,6 +106,8 @@ def _traffic_lines(comm: Mapping[str, Any]) -> list[str]:
                 f"{fmt_bytes(rc['bytes_received_mean']):>12} /{fmt_bytes(rc['bytes_received_max']):>9}"
             )
         lines.append("  (mean / max per party)")
+    if encryption == "sized":  # the bytes are aes-gcm's; the run must not seem encrypted
+        lines.append("  (sized channels: AES-GCM's envelope bytes charged, nothing encrypted)")
     return lines
 
 
@@ -183,7 +185,8 @@ def format_report(result: Mapping[str, Any]) -> str:
         lines += [f"            {part}" for part in wrapped[1:]]
     comm = result.get("communication")
     if comm:
-        lines += _traffic_lines(comm)
+        network = (result.get("scenario") or {}).get("network") or {}
+        lines += _traffic_lines(comm, str(network.get("encryption", "")))
     timing = result["timing"]
     duration = comm.get("duration") if comm else None
     lines.append(

@@ -182,13 +182,13 @@ class Communication:
         finished or crashed."""
         busy = {
             a.id: (a.finished_at if a.finished_at is not None else (a.crashed_at or 0.0))
-            for a in world.agents.values()
+            for a in world.agents.made()  # an agent never made was never busy
         }
         cost = communication_cost(world.trace.arrays(), busy)
         if output_party is not None:
             duration = world.agents[output_party].finished_at
         else:
-            duration = max((a.finished_at or 0.0) for a in world.agents.values())
+            duration = max((a.finished_at or 0.0 for a in world.agents.made()), default=0.0)
         return cls(
             messages=cost.messages,
             bytes=cost.bytes,

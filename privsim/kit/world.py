@@ -19,11 +19,18 @@ from privsim.sim.network import (
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["agree_channels", "build_world", "no_data_reason", "topology"]
+__all__ = ["agree_channels", "build_world", "channel_label", "no_data_reason", "topology"]
 
 
-def topology(scenario: Scenario, parties: list[str]) -> Topology:
-    """The scenario's ``network.topology`` over ``parties``."""
+def channel_label(mode: str) -> str:
+    """How a report names a ``network.encryption`` mode: ``sized`` says that it encrypts
+    nothing (it charges AES-GCM's wire sizes only)."""
+    return "sized (not encrypted)" if mode == "sized" else mode
+
+
+def topology(scenario: Scenario, parties: Iterable[str]) -> Topology:
+    """The scenario's ``network.topology`` over ``parties`` (read only for a topology
+    other than the complete graph: a population's names need not be made for it)."""
     net = scenario.network
     if net.topology == "complete":
         return CompleteTopology()
@@ -40,7 +47,7 @@ def topology(scenario: Scenario, parties: list[str]) -> Topology:
 def build_world(
     scenario: Scenario,
     streams: Streams,
-    parties: list[str],
+    parties: Iterable[str],
     *,
     ignore_servers: Collection[str] = (),
     keep_envelopes: bool = False,
@@ -65,15 +72,18 @@ def build_world(
         ),
         faults=faults,
         coalition=CoalitionSpec(clients=scenario.threat.colluding_clients, servers=servers),
+        # aes-gcm seals every message; sized charges the same envelope bytes unsealed
         encryption=scenario.network.encryption == "aes-gcm",
+        envelope=scenario.network.encryption != "none",
         keep_envelopes=keep_envelopes,
     )
 
 
 def agree_channels(world: World, pairs: Callable[[World], Iterable[tuple[str, str]]]) -> None:
-    """Set-up phase: with encryption on, every pair that will talk (``pairs(world)``, not
-    computed without encryption) agrees its keys before the protocol starts, as a
-    deployment would; timed apart from the protocol."""
+    """Set-up phase: with encryption on (``aes-gcm``), every pair that will talk
+    (``pairs(world)``, not computed otherwise: ``sized`` and ``none`` derive no keys) agrees
+    its keys before the protocol starts, as a deployment would; timed apart from the
+    protocol."""
     if world.bus.encrypt:
         world.channels.agree(list(pairs(world)))
 

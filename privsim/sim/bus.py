@@ -6,6 +6,12 @@ latency drawn from the link's model (both scaled by a straggler's slowdown). On 
 it is dropped if the receiver is dead, rejected if it fails authentication, and put in
 the receiver's inbox otherwise. Every fate is written to the trace.
 
+Three channel modes (``network.encryption``): ``encrypt`` seals and opens every message
+with AES-GCM (``aes-gcm``); ``envelope`` without ``encrypt`` (``sized``) passes the message
+object as is but charges the bytes of its sealed envelope, ``OVERHEAD_BYTES`` more than its
+encoding, so every size and time in the trace is the sealed run's; neither (``none``) charges
+the encoding alone.
+
 Network draws come from counter-based streams (:mod:`privsim.sim.keystream`) named
 ``("net", role, "latency")`` and ``("net", role, "loss")``: the j-th message a party
 sends uses word j of its stream. :meth:`MessageBus.send_batch` computes the same draws
@@ -27,6 +33,7 @@ from privsim.sim.channels import OVERHEAD_BYTES, ChannelError
 from privsim.sim.coalition import ViewedMessage
 from privsim.sim.inbox import Arrival
 from privsim.sim.keystream import KeyStream, uniforms
+from privsim.sim.latency import ConstantLatency
 from privsim.sim.messages import Message, MessageCodecError, decode, encode, wire_size
 from privsim.sim.network import CompleteTopology, LinkSpec, TopologyError
 from privsim.sim.trace import Status
@@ -128,9 +135,25 @@ class _RoleState:
 class MessageBus:
     """Delivers messages between the agents of one :class:`~privsim.sim.world.World`."""
 
-    def __init__(self, world: World, *, encrypt: bool, keep_envelopes: bool = False) -> None:
+    def __init__(
+        self,
+        world: World,
+        *,
+        encrypt: bool,
+        envelope: bool | None = None,
+        keep_envelopes: bool = False,
+    ) -> None:
+        if encrypt and envelope is False:
+            raise ValueError("a sealed message always carries its envelope: envelope=False")
         self.world = world
+        #: Every message is really sealed and opened through the world's channels (whose
+        #: keys must then be derived): ``network.encryption = "aes-gcm"``.
         self.encrypt = encrypt
+        #: Every message's wire size includes the AEAD envelope (``OVERHEAD_BYTES``: nonce
+        #: and tag), so queueing and arrival times are the sealed ones: true when sealing,
+        #: and for ``network.encryption = "sized"``, which charges the envelope without
+        #: encrypting anything.
+        self.envelope = encrypt if envelope is None else envelope
         #: Raw ciphertexts by message id (what an eavesdropper on the wire sees); tests only.
         self.envelopes: dict[int, bytes] | None = {} if keep_envelopes else None
         self.flights: list[BatchFlight] = []
@@ -181,7 +204,7 @@ class MessageBus:
             size = len(payload)
         else:
             payload = message
-            size = wire_size(message)
+            size = wire_size(message) + (OVERHEAD_BYTES if self.envelope else 0)
         now = float(env.now)
         link = world.network.link(src.id, src.role, dst_id, dst.role)
         state = self._roles[src.role]
@@ -272,7 +295,7 @@ class MessageBus:
         for i in check.tolist():
             self._check_route(parties[i], dst_id, kind.__name__)
         now = float(world.env.now)
-        if self.encrypt:
+        if self.envelope:
             wire_bytes += OVERHEAD_BYTES
         links = self._links(role, idx, dst)
         slow = state.slowdown[idx]
@@ -280,10 +303,16 @@ class MessageBus:
         state.uplink_free[idx] = departed
         positions = state.sent[idx]
         state.sent[idx] += 1
-        u_latency = _words_at(state.latency, idx, positions)
-        u_loss = _words_at(state.loss, idx, positions)
-        latency = slow * links.latency_from(u_latency)
-        lost = u_loss < links.loss
+        # A draw nothing reads is not made (the streams are addressed by position, so
+        # skipping one shifts no other): a constant latency, a lossless link.
+        if links.draws_latency:
+            latency = slow * links.latency_from(_words_at(state.latency, idx, positions))
+        else:
+            latency = slow * links.latency_from(np.zeros(idx.size))
+        if links.may_lose:
+            lost = _words_at(state.loss, idx, positions) < links.loss
+        else:
+            lost = np.zeros(idx.size, dtype=bool)
         sender_crashed = state.crash[idx] < departed
         first_id = world.trace.record_batch(
             role=role,
@@ -318,8 +347,8 @@ class MessageBus:
         ``role``, in sending order) with exactly the uplink queueing, latency and loss
         draws of as many :meth:`send` calls. The receivers are a population without
         processes (batched delivery): the protocol reads each copy's fate from the
-        returned flight. With encryption on, the wire size includes the AEAD envelope;
-        the copies carry public values and are not sealed one by one."""
+        returned flight. With the envelope charged (``aes-gcm`` or ``sized``), the wire
+        size includes it; the copies carry public values and are not sealed one by one."""
         world = self.world
         idx = np.asarray(receivers, dtype=np.int64)
         parties = world.parties_by_role[role]
@@ -329,7 +358,7 @@ class MessageBus:
         ).tolist():
             self._check_route(src.id, parties[i], kind)
         now = float(world.env.now)
-        size = wire_size(message) + (OVERHEAD_BYTES if self.encrypt else 0)
+        size = wire_size(message) + (OVERHEAD_BYTES if self.envelope else 0)
         links = self._links_from(src, role, idx)
         state = self._roles[src.role]
         i = src.role_index
@@ -490,6 +519,17 @@ class _LinkColumns:
         else:
             self.bandwidth = base.bandwidth  # type: ignore[assignment]
             self.loss = base.loss  # type: ignore[assignment]
+
+    @property
+    def draws_latency(self) -> bool:
+        """Whether a latency depends on its uniform draw (not for constant latencies)."""
+        links = (self.base, *self.special.values())
+        return not all(isinstance(link.latency, ConstantLatency) for link in links)
+
+    @property
+    def may_lose(self) -> bool:
+        """Whether any message of the batch may be lost."""
+        return bool(np.any(np.asarray(self.loss) > 0.0))
 
     def latency_from(self, u: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         out = np.asarray(self.base.latency.from_uniform(u), dtype=np.float64)

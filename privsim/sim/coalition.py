@@ -8,7 +8,7 @@ from that.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +33,15 @@ class CoalitionSpec:
 
 
 def resolve_coalition(
-    spec: CoalitionSpec, parties_by_role: Mapping[str, Sequence[str]], streams: Streams
+    spec: CoalitionSpec,
+    parties_by_role: Mapping[str, Sequence[str]],
+    streams: Streams,
+    known: Container[str] | None = None,
 ) -> frozenset[str]:
-    """The realised members: explicit ids, or T clients drawn from the ``threat`` stream."""
-    known = {p for parties in parties_by_role.values() for p in parties}
+    """The realised members: explicit ids, or T clients drawn from the ``threat`` stream.
+    ``known``: the registered parties, if the caller has them in a set-like container."""
+    if known is None:
+        known = {p for parties in parties_by_role.values() for p in parties}
     members: set[str] = set()
     if isinstance(spec.clients, int):
         clients = list(parties_by_role.get(spec.client_role, ()))
@@ -51,7 +56,7 @@ def resolve_coalition(
     else:
         members.update(spec.clients)
     members.update(spec.servers)
-    unknown = sorted(members - known)
+    unknown = sorted(p for p in members if p not in known)
     if unknown:
         raise ValueError(f"coalition names parties that do not exist: {unknown[:5]}")
     return frozenset(members)

@@ -93,10 +93,10 @@ class Inbox:
         while True:
             entries = self._flights.get(kind, [])
             times = [f.arrival[f.deliverable & ~taken] for f, taken in entries]
-            arrivals = np.sort(np.concatenate(times)) if times else np.zeros(0)
+            arrivals = np.concatenate(times) if times else np.zeros(0)
             stop = deadline
-            if 0 < count <= arrivals.size:
-                stop = min(deadline, float(arrivals[count - 1]))
+            if 0 < count <= arrivals.size:  # the count-th earliest arrival (a selection)
+                stop = min(deadline, float(np.partition(arrivals, count - 1)[count - 1]))
             stop = max(stop, float(env.now))
             self._new_flight = env.event()
             timer = env.timeout(stop - env.now)
@@ -117,7 +117,9 @@ class Inbox:
         else:
             entry_of = pos_of = np.zeros(0, dtype=np.int64)
             when = np.zeros(0)
-        order = np.lexsort((pos_of, entry_of, when))
+        # The candidates are in (entry, position) order, so a stable sort by time alone
+        # orders them by (time, entry, position).
+        order = np.argsort(when, kind="stable")
         if count > 0:
             order = order[:count]
         senders = np.empty(order.size, dtype=np.int64)

@@ -48,7 +48,7 @@ import enum
 import functools
 import math
 import warnings
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import dp_accounting
@@ -77,6 +77,7 @@ from privsim.sim.integer_bounds import (
     IntegerShares,
     rdp_to_epsilon,
 )
+from privsim.sim.names import Picked
 
 __all__ = [
     "PURE_MARGIN",
@@ -221,7 +222,7 @@ class NoiseShares:
     exactly the planned event.
     """
 
-    contributors: tuple[str, ...]
+    contributors: Sequence[str]
     kind: str = "gaussian"
     share_multiplier: float = 0.0
     uncredited: int = 1
@@ -280,7 +281,7 @@ class LedgerEntry:
     noise: NoiseShares | None = None
     status: Status = Status.PLANNED
     realised: dp_accounting.DpEvent | None = None
-    contributors: tuple[str, ...] | None = None
+    contributors: tuple[str, ...] | Picked | None = None
     reason: str = ""
 
     @property
@@ -296,7 +297,12 @@ class LedgerEntry:
             return dp_accounting.NonPrivateDpEvent()
         base = self.realised if self.realised is not None else self.planned
         if self.noise is not None and self.contributors is not None:
-            honest = sum(1 for c in self.contributors if c not in coalition)
+            if isinstance(self.contributors, Picked):  # membership without the names
+                honest = len(self.contributors) - sum(
+                    1 for c in coalition if c in self.contributors
+                )
+            else:
+                honest = sum(1 for c in self.contributors if c not in coalition)
             return self.noise.realise(base, honest)
         if self.noise is not None and self.realised is None:
             return self.noise.unsettled(base)
@@ -700,7 +706,7 @@ class PrivacyLedger:
             entry.noise,
             Status.RELEASED,
             realised,
-            None if contributors is None else tuple(contributors),
+            None if contributors is None else _as_members(contributors),
         )
 
     def withhold(self, label: str) -> None:
@@ -754,3 +760,9 @@ class PrivacyLedger:
     @property
     def within_budget(self) -> bool:
         return self.guarantee().met
+
+
+def _as_members(contributors: Iterable[str]) -> tuple[str, ...] | Picked:
+    """Contributors as a ledger entry keeps them: a view of a numbered population as it
+    is, anything else as a tuple."""
+    return contributors if isinstance(contributors, Picked) else tuple(contributors)

@@ -10,6 +10,7 @@ overridden per role pair and then per party pair.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -108,7 +109,7 @@ class GraphTopology:
         return bool(self.graph.has_edge(src, dst))
 
 
-def star_topology(center: str, leaves: list[str]) -> GraphTopology:
+def star_topology(center: str, leaves: Iterable[str]) -> GraphTopology:
     """A star: ``center`` linked to every leaf, leaves not linked to each other."""
     graph = nx.Graph()
     graph.add_node(center)

@@ -8,7 +8,7 @@ never counted by hand inside protocols.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +89,7 @@ class Trace:
         self._party_index: dict[str, int] = {}
         self._parties: list[str] = []
         self._roles: list[str] = []
+        self._role_runs: list[tuple[int, int, str]] = []  # positions [lo, hi) of one role
         self._kind_index: dict[str, int] = {}
         self._kinds: list[str] = []
         self._slot: dict[int, int] = {}
@@ -108,13 +109,26 @@ class Trace:
     def register_party(self, party: str, role: str) -> None:
         self.register_parties([party], role)
 
-    def register_parties(self, parties: Sequence[str], role: str) -> None:
-        if any(p in self._party_index for p in parties):
-            raise ValueError("a party is registered twice")
+    @property
+    def party_index(self) -> Mapping[str, int]:
+        """Every registered party's position (registration order)."""
+        return self._party_index
+
+    def register_parties(self, parties: Sequence[str], role: str) -> int:
+        """Register ``parties`` of ``role``; returns the first one's position. Raises
+        ValueError (registering none) if one is registered already or repeats."""
         first = len(self._parties)
-        self._party_index.update((p, first + k) for k, p in enumerate(parties))
+        if not self._party_index.keys().isdisjoint(parties):
+            raise ValueError("a party is registered twice")
+        self._party_index.update(zip(parties, range(first, first + len(parties)), strict=True))
+        if len(self._party_index) != first + len(parties):
+            for p in parties:
+                self._party_index.pop(p, None)
+            raise ValueError("a party is registered twice")
         self._parties.extend(parties)
         self._roles.extend([role] * len(parties))
+        self._role_runs.append((first, first + len(parties), role))
+        return first
 
     def record_send(
         self, src: str, dst: str, kind: str, wire_bytes: int, time: float, depart: float
@@ -156,7 +170,8 @@ class Trace:
         """Log one message from each sender (role indices) at once; returns the first id
         (the batch holds ids ``first .. first + len(senders) - 1``)."""
         src = self._role_offsets(role)[senders]
-        dst_index = np.full(src.size, self._party_index[dst], dtype=np.int64)
+        # One receiver for the whole batch: a read-only broadcast, no array per message.
+        dst_index = np.broadcast_to(np.int64(self._party_index[dst]), src.shape)
         return self._append_batch(src, dst_index, kind, wire_bytes, send_time, depart_time)
 
     def record_broadcast(
@@ -173,7 +188,7 @@ class Trace:
         """Log one message from ``src`` to each receiver (role indices of ``role``);
         returns the first id, as :meth:`record_batch`."""
         dst = self._role_offsets(role)[receivers]
-        src_index = np.full(dst.size, self._party_index[src], dtype=np.int64)
+        src_index = np.broadcast_to(np.int64(self._party_index[src]), dst.shape)
         return self._append_batch(src_index, dst, kind, wire_bytes, send_time, depart_time)
 
     def _append_batch(
@@ -204,9 +219,11 @@ class Trace:
         return first
 
     def _role_offsets(self, role: str) -> npt.NDArray[np.int64]:
+        runs = [(lo, hi) for lo, hi, r in self._role_runs if r == role]
         cached = self._role_index_cache.get(role)
-        if cached is None or cached.size != self._roles.count(role):
-            cached = np.array([i for i, r in enumerate(self._roles) if r == role], dtype=np.int64)
+        if cached is None or cached.size != sum(hi - lo for lo, hi in runs):
+            parts = [np.arange(lo, hi, dtype=np.int64) for lo, hi in runs]
+            cached = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
             self._role_index_cache[role] = cached
         return cached
 

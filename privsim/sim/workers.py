@@ -7,46 +7,55 @@ a worker; it must be a pure function of them, so that every result — and the r
 from the results — is the same bytes whatever the number of workers and whichever
 worker ran it.
 
-Workers are fresh interpreters (never a fork of the simulation, which may run threads,
-and never a re-import of the user's script, as the ``multiprocessing`` start methods
-other than fork do), fed pickled tasks on stdin and answering on stdout. They ignore
-Ctrl-C (the run's process stops them) and die with their parent
-(:func:`~privsim.sim.lifetime.die_with_parent`). Each worker is served by a thread of the
-run's process that hands it the next queued task and resolves the task's future, so the
-simulation can go on while they work.
+The workers are loky's (:func:`loky.get_reusable_executor`): fresh interpreters, never a
+fork of the simulation (which may run threads) and never a re-import of the user's
+script (loky's processes do not run ``__main__`` again), reused by the run's later
+rounds and ended after :data:`IDLE_SECONDS` without work. privsim adds, in each worker's
+initializer: Ctrl-C is ignored (it reaches the terminal's whole process group; the
+run's process stops the workers, at once, when it is interrupted) and the worker ends
+within a second of the run's process, even after a ``kill -9``
+(:func:`~privsim.sim.lifetime.die_with_parent_process`). Each task also reports its
+worker's peak memory and CPU seconds (:class:`WorkerUsage`).
 
 The number of workers is ``PRIVSIM_ROUND_PROCESSES`` (default: the usable cores, at most
 4; ``1`` keeps everything in the run's process, as a sweep's workers do, since the sweep
-already uses every core).
+already uses every core). :func:`use` sends the bulk work to an executor of the
+caller's (a Dask cluster's, say) instead.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
 import os
-import pickle
-import queue
 import signal
-import subprocess
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from concurrent import futures
 from concurrent.futures import Future, as_completed
-from pathlib import Path
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from functools import partial
+from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from privsim.limits import WORKERS_PER_CORE, env_value, parse_count, usable_cores
-from privsim.sim.lifetime import die_with_parent
+from privsim.sim.lifetime import die_with_parent_process
 
 __all__ = [
     "ENV",
+    "IDLE_SECONDS",
     "Executor",
     "Inline",
-    "Processes",
+    "Pool",
     "WorkerUsage",
+    "alone",
     "executor",
     "map_unordered",
-    "serve",
+    "use",
     "workers",
 ]
 
@@ -54,21 +63,60 @@ __all__ = [
 ENV = "PRIVSIM_ROUND_PROCESSES"
 #: The environment variable that tells a worker its parent's pid.
 PARENT = "PRIVSIM_WORKER_PARENT"
-_DEFAULT_COMMAND = (
-    sys.executable,
-    "-c",
-    "from privsim.sim.workers import _worker_main; _worker_main()",
-)
+#: Seconds a worker waits for a task before it ends (it is started again when needed).
+IDLE_SECONDS = 10.0
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
+@dataclass(frozen=True, eq=False)
+class _Override:
+    executor: futures.Executor
+    size: int
+
+
+_overrides: list[_Override] = []  # every thread of the run sees them
+_overrides_lock = threading.Lock()
+
+
+def use(executor: futures.Executor, size: int) -> AbstractContextManager[None]:
+    """Within the ``with`` block, :func:`workers` is ``size`` and the bulk work of every
+    pool (:func:`executor`, :func:`map_unordered`: DCA's share rounds, the channels' key
+    agreement, SecAgg's bulk cryptography) goes to ``executor`` (e.g. a Dask
+    ``Client(...).get_executor()``) instead of privsim's worker processes, from every
+    thread of the run; privsim never shuts it down. A task is :func:`_call` of a
+    module-level function of privsim and its arguments (pickled by reference). Rounds too
+    small for workers, and a ``size`` of 1, stay in the run's process."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"a worker count is a whole number >= 1, not {size!r}")
+    return _using(_Override(executor, size))
+
+
+@contextmanager
+def _using(entry: _Override) -> Iterator[None]:
+    with _overrides_lock:
+        _overrides.append(entry)
+    try:
+        yield
+    finally:
+        with _overrides_lock:
+            _overrides[:] = [o for o in _overrides if o is not entry]
+
+
+def _override() -> _Override | None:
+    with _overrides_lock:
+        return _overrides[-1] if _overrides else None
+
+
 def workers() -> int:
-    """Worker processes a run may use (``PRIVSIM_ROUND_PROCESSES``, else the usable
-    cores, at most 4); a count that is not whole, below 1 or more than
-    :data:`~privsim.limits.WORKERS_PER_CORE` per usable core is an
-    :class:`~privsim.limits.EnvError`."""
+    """Worker processes a run may use (the size given to :func:`use`, else
+    ``PRIVSIM_ROUND_PROCESSES``, else the usable cores, at most 4); a count that is not
+    whole, below 1 or more than :data:`~privsim.limits.WORKERS_PER_CORE` per usable core
+    is an :class:`~privsim.limits.EnvError`."""
+    override = _override()
+    if override is not None:
+        return override.size
     cores = usable_cores()
     limit = WORKERS_PER_CORE * cores
 
@@ -90,8 +138,9 @@ def workers() -> int:
 
 
 class WorkerUsage:
-    """The workers of the last closed :class:`Processes`: the largest peak resident
-    memory (bytes) and each worker's CPU seconds (for benchmarks)."""
+    """The workers of the last closed :class:`Pool`: the largest peak resident memory
+    (bytes; a reused worker's peak may come from an earlier round) and each worker's CPU
+    seconds in the pool's tasks (for benchmarks)."""
 
     peak_bytes: int = 0
     cpu_seconds: tuple[float, ...] = ()
@@ -124,137 +173,158 @@ class Inline:
         return None
 
 
-_Item = tuple[Future[Any], Any, tuple[Any, ...]]
+class Pool:
+    """``size`` workers of a :class:`concurrent.futures.Executor`: loky's reusable
+    executor (:meth:`local`), or the caller's given to :func:`use`. A task runs in
+    :func:`_call`, which reports a failure as its traceback (raised here as a
+    ``RuntimeError``) and the worker's usage."""
 
-
-class Processes:
-    """``size`` worker processes taking tasks from one queue, each served by a thread
-    of this process that sends it a task, waits for the answer and resolves the task's
-    future. A task's function must be importable by name (module level)."""
-
-    def __init__(self, size: int, command: Sequence[str] | None = None) -> None:
-        """``command``: how to start a worker (default: :func:`_worker_main`, which calls
-        the function it is sent); a worker must answer as :func:`serve` does."""
+    def __init__(self, size: int, inner: futures.Executor, *, owned: bool) -> None:
+        """``owned``: the executor is privsim's (:meth:`close` with ``abort`` kills its
+        workers), not the caller's."""
         self.size = size
-        self._broken: str | None = None
+        self._inner = inner
+        self._owned = owned
         self._lock = threading.Lock()
-        self._queue: queue.Queue[_Item | None] = queue.Queue()
-        self._usage: dict[int, tuple[int, float]] = {}
-        self._workers = [_start_worker(command or _DEFAULT_COMMAND) for _ in range(size)]
-        self._threads = [
-            threading.Thread(target=self._serve, args=(w,), name="privsim-worker", daemon=True)
-            for w in self._workers
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._open: dict[Future[Any], Future[Any]] = {}  # ours -> the executor's
+        self._stopped: str | None = None
+        self._usage: dict[int, tuple[int, float]] = {}  # pid -> peak bytes, CPU seconds
 
-    def submit(self, fn: Any, *args: Any) -> Future[Any]:
-        """Queue ``fn(*args)`` (``fn`` as the workers' :func:`serve` expects it: a
-        function for the default workers)."""
-        future: Future[Any] = Future()
+    @classmethod
+    def local(cls, size: int) -> Pool:
+        """``size`` of loky's worker processes (the reusable executor of this thread)."""
+        import loky  # imported when a round first needs it
+
+        _start_quiet_tracker()
+        inner = loky.get_reusable_executor(
+            max_workers=size,
+            context="loky",  # a fresh interpreter that does not run __main__ again
+            timeout=IDLE_SECONDS,
+            initializer=_init_worker,
+            env=_worker_env(),
+        )
+        return cls(size, inner, owned=True)
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
+        """Queue ``fn(*args)`` (``fn`` importable by name: module level)."""
+        outer: Future[R] = Future()
         with self._lock:  # no task slips in behind a stop
-            if self._broken is not None:
-                future.set_exception(RuntimeError(self._broken))
-            else:
-                self._queue.put((future, fn, args))
-        return future
-
-    def _serve(self, worker: subprocess.Popen[bytes]) -> None:
-        assert worker.stdin is not None and worker.stdout is not None
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            future, fn, args = item
-            if not future.set_running_or_notify_cancel():
-                continue
+            if self._stopped is not None:
+                outer.set_exception(RuntimeError(self._stopped))
+                return outer
             try:
-                pickle.dump((fn, args), worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-                worker.stdin.flush()
-                status, value, peak, cpu = pickle.load(worker.stdout)
-            except (OSError, EOFError, pickle.UnpicklingError):
-                self._fail(
-                    future,
-                    f"a worker process ended (exit {worker.poll()}); set {ENV}=1 to run in "
-                    "one process",
-                )
-                return
-            self._usage[worker.pid] = (peak, cpu)
-            if status == "ok":
-                future.set_result(value)
-            else:
-                future.set_exception(RuntimeError(f"a worker process failed:\n{value}"))
+                inner = self._inner.submit(_call, fn, args)
+            except Exception as exc:  # a broken or shut-down executor
+                outer.set_exception(RuntimeError(_ended(exc)))
+                return outer
+            self._open[outer] = inner
+        outer.add_done_callback(lambda f: f.cancelled() and inner.cancel())
+        inner.add_done_callback(partial(self._settle, outer))
+        return outer
 
-    def _fail(self, future: Future[Any], reason: str) -> None:
-        """A worker is gone: fail its task and every task not started (the others may be
-        waiting for one that would never run)."""
-        future.set_exception(RuntimeError(reason))
+    def _settle(self, outer: Future[Any], inner: Future[Any]) -> None:
         with self._lock:
-            self._broken = reason
-            self._drain(RuntimeError(reason))
+            self._open.pop(outer, None)
+        if inner.cancelled():
+            outer.cancel()
+            return
+        error = inner.exception()
+        if error is None:
+            ok, value, pid, peak, cpu = inner.result()
+            with self._lock:
+                before = self._usage.get(pid, (0, 0.0))
+                self._usage[pid] = (max(before[0], peak), before[1] + cpu)
+            if not ok:
+                error = RuntimeError(f"a worker process failed:\n{value}")
+        else:  # the worker died (killed, out of memory) or the pool was shut down
+            error = RuntimeError(_ended(error))
+        if not outer.set_running_or_notify_cancel():
+            return  # cancelled by close()
+        if error is None:
+            outer.set_result(value)
+        else:
+            outer.set_exception(error)
 
-    def _drain(self, error: Exception | None) -> None:
-        """Fail (or cancel, without ``error``) every task not started."""
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if item is None:  # keep the stop signal for the other threads
-                self._queue.put(None)
-                return
-            if error is None:
-                item[0].cancel()
-            elif item[0].set_running_or_notify_cancel():
-                item[0].set_exception(error)
+    def pids(self) -> list[int]:
+        """The pids of this pool's worker processes (starting them if need be; none for
+        the caller's executor)."""
+        if not self._owned:
+            return []
+        self._inner.submit(int)  # loky starts the workers at the first task
+        return list(getattr(self._inner, "_processes", {}))
 
     def close(self, *, abort: bool = False) -> None:
-        """Stop the workers: after their current task, or at once (``abort``). Tasks not
-        started are cancelled, and later ones fail at once."""
+        """Stop taking tasks: those not started are cancelled, later ones fail at once
+        (the workers stay for the next pool); with ``abort`` every unfinished task is
+        cancelled and privsim's own workers are killed now (those of every pool of this
+        thread: loky keeps one executor per thread). The caller's executor is left
+        running."""
         with self._lock:
-            self._broken = "the worker processes were stopped"
-            self._drain(None)
-        if abort:
-            for worker in self._workers:
-                worker.kill()
-        for _ in self._threads:
-            self._queue.put(None)
-        for thread in self._threads:
-            thread.join()
-        for worker in self._workers:
-            try:
-                if worker.stdin is not None:
-                    pickle.dump(None, worker.stdin)
-                    worker.stdin.close()
-            except OSError:
-                pass
-            try:
-                worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
-            if worker.stdout is not None:
-                worker.stdout.close()
+            self._stopped = "the worker processes were stopped"
+            unfinished = list(self._open.items())
+        for outer, inner in unfinished:
+            if inner.cancel() or abort:
+                outer.cancel()
+        if abort and self._owned:
+            self._inner.shutdown(wait=True, kill_workers=True)  # type: ignore[call-arg]
         if self._usage:
             WorkerUsage.peak_bytes = max(peak for peak, _ in self._usage.values())
             WorkerUsage.cpu_seconds = tuple(cpu for _, cpu in self._usage.values())
 
 
+_tracker_lock = threading.Lock()
+
+
+def _start_quiet_tracker() -> None:
+    """Start loky's resource tracker (the process that removes the named semaphores of
+    a pool whose process died without removing them) with its warning of each removal
+    off: privsim kills such processes on purpose (a sweep's workers on Ctrl-C), and the
+    warning would break the interrupted command's one line on the terminal."""
+    from loky.backend import resource_tracker
+
+    with _tracker_lock:
+        if getattr(resource_tracker._resource_tracker, "_pid", None) is not None:
+            return  # running
+        before = os.environ.get("PYTHONWARNINGS")
+        quiet = "ignore:resource_tracker:UserWarning"
+        os.environ["PYTHONWARNINGS"] = f"{before},{quiet}" if before else quiet
+        try:  # the tracker reads it as it starts
+            resource_tracker.ensure_running()
+        finally:
+            if before is None:
+                os.environ.pop("PYTHONWARNINGS", None)
+            else:
+                os.environ["PYTHONWARNINGS"] = before
+
+
+def _ended(error: BaseException) -> str:
+    return (
+        f"a worker process ended ({type(error).__name__}: {error}); set {ENV}=1 to run "
+        "in one process"
+    )
+
+
 def executor(processes: int) -> Executor:
-    """:class:`Processes` for more than one worker, else :class:`Inline`."""
-    return Processes(processes) if processes > 1 else Inline()
+    """A pool of ``processes`` workers: the executor given to :func:`use` if any, else
+    loky's worker processes (:meth:`Pool.local`); :class:`Inline` for one."""
+    if processes <= 1:
+        return Inline()
+    override = _override()
+    if override is not None:
+        return Pool(processes, override.executor, owned=False)
+    return Pool.local(processes)
 
 
 def map_unordered(
     fn: Callable[[T], R], tasks: Sequence[T], processes: int | None = None
 ) -> Iterator[R]:
     """``fn`` over ``tasks`` on ``processes`` workers (default :func:`workers`), results
-    in the order they finish; the workers are stopped when the iteration ends, at once if
-    it ends by an exception (a failed task, Ctrl-C)."""
+    in the order they finish; the pool is closed when the iteration ends, and its
+    workers killed at once if it ends by an exception (a failed task, Ctrl-C)."""
     pool = executor(min(len(tasks), processes or workers()))
     try:
-        futures = [pool.submit(fn, task) for task in tasks]
-        for done in as_completed(futures):
+        futures_ = [pool.submit(fn, task) for task in tasks]
+        for done in as_completed(futures_):
             yield done.result()
     except BaseException:
         pool.close(abort=True)
@@ -262,64 +332,79 @@ def map_unordered(
     pool.close()
 
 
-def serve(call: Callable[[Any, tuple[Any, ...]], Any]) -> None:
-    """A worker's loop: read pickled ``(fn, args)`` tasks on stdin until told to stop
-    (None or the end of the input) and answer each on stdout with ``call(fn, args)`` (or
-    the error, as text), this process's peak memory and CPU seconds. Ignores Ctrl-C and
-    ends with the process that started it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.environ.get(PARENT, "")
-    die_with_parent(int(parent) if parent.isdigit() else None)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    while True:
-        try:
-            task = pickle.load(stdin)
-        except EOFError:
-            return
-        if task is None:
-            return
-        fn, args = task
-        try:
-            reply: tuple[str, Any] = ("ok", call(fn, args))
-        except BaseException:  # reported to the run, which raises it
-            reply = ("error", traceback.format_exc())
-        pickle.dump((*reply, *_usage()), stdout, protocol=pickle.HIGHEST_PROTOCOL)
-        stdout.flush()
+@dataclass(frozen=True)
+class _Alone:
+    module: str
+    name: str
+
+    def __call__(self, *args: Any) -> Any:
+        return getattr(_import_alone(self.module), self.name)(*args)
 
 
-def _worker_main() -> None:
-    """The default worker: calls the function it is sent."""
-    serve(lambda fn, args: fn(*args))
+def alone(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn`` (a module-level function) as a task that privsim's workers import without
+    running the ``__init__`` of its packages (a protocol package's ``__init__`` loads the
+    whole protocol; its bulk functions need a fraction of that): it pickles as the
+    module's and function's names."""
+    return _Alone(fn.__module__, fn.__qualname__)
 
 
-def _usage() -> tuple[int, float]:
-    """This process's peak resident bytes and CPU seconds (zeros where the platform has
-    no ``resource`` module). On Linux the peak is the address space's high-water mark
-    (``VmHWM``): ``ru_maxrss`` would start from the parent's peak at the fork."""
+_in_worker = False  # set by _init_worker: one task at a time, in the main thread
+
+
+def _import_alone(name: str) -> ModuleType:
+    """The module ``name``; in privsim's workers, imported with the packages not
+    imported yet standing in as bare packages (their ``__init__`` not run) while it
+    loads, then removed, so that a later import of a package runs its ``__init__``."""
+    module = sys.modules.get(name)
+    if module is not None or not _in_worker:
+        return module or importlib.import_module(name)
+    parts, path, stubs = name.split("."), None, []
     try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return 0, 0.0
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = usage.ru_utime + usage.ru_stime
-    from privsim.inputs import read_input_text
+        for i in range(1, len(parts)):
+            package = ".".join(parts[:i])
+            if package in sys.modules:
+                path = sys.modules[package].__path__
+                continue
+            spec = importlib.machinery.PathFinder.find_spec(package, path)
+            if spec is None or spec.submodule_search_locations is None:
+                break  # not a package on the path: import it the usual way
+            sys.modules[package] = importlib.util.module_from_spec(spec)
+            stubs.append(package)
+            path = spec.submodule_search_locations
+        return importlib.import_module(name)
+    finally:
+        for package in stubs:
+            sys.modules.pop(package, None)
 
-    try:  # the guarded reader, as for every file (/proc's report a size of 0)
-        for line in read_input_text("/proc/self/status", "process status", 2**20).splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024, cpu
-    except (OSError, ValueError):  # pragma: no cover - not Linux
-        pass
-    scale = 1 if sys.platform == "darwin" else 1024  # macOS reports bytes, Linux KiB
-    return usage.ru_maxrss * scale, cpu
+
+def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any, int, int, float]:
+    """A worker's task: ``fn(*args)`` (or its error, as text), the worker's pid, its peak
+    memory and the task's CPU seconds."""
+    cpu = _cpu_seconds()
+    try:
+        reply: tuple[bool, Any] = (True, fn(*args))
+    except BaseException:  # reported to the run, which raises it
+        reply = (False, traceback.format_exc())
+    peak = _peak_bytes()
+    return (*reply, os.getpid(), peak, _cpu_seconds() - cpu)
 
 
-def _start_worker(command: Sequence[str]) -> subprocess.Popen[bytes]:
-    """A fresh interpreter running ``command`` (privsim importable, a round inside it in
-    one process, and told its parent's pid)."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+def _init_worker() -> None:
+    """Each worker first: ignore Ctrl-C, end with the run's process."""
+    global _in_worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _in_worker = True
+    parent = os.environ.get(PARENT, "")
+    if parent.isdigit():
+        die_with_parent_process(int(parent))
+
+
+def _worker_env() -> dict[str, str]:
+    """The workers' environment on top of the run's: a round inside a worker stays in
+    it, the run's pid, and the run's privsim settings (a change of them starts new
+    workers, since loky reuses its workers only for the same arguments)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("PRIVSIM_")}
     env[ENV] = "1"
     env[PARENT] = str(os.getpid())  # so a parent gone before the worker starts is noticed
     # glibc's malloc maps each large array afresh and returns it at once when freed; a
@@ -327,11 +412,39 @@ def _start_worker(command: Sequence[str]) -> subprocess.Popen[bytes]:
     # the fresh maps cost a third of a share round's time (measured: 1.2 ms against
     # 0.8 ms per client at d = 10^4). Keep freed memory for reuse instead (other
     # allocators ignore these variables).
-    env.setdefault("MALLOC_MMAP_THRESHOLD_", str(64 << 20))
-    env.setdefault("MALLOC_TRIM_THRESHOLD_", str(256 << 20))
-    return subprocess.Popen(
-        list(command),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-    )
+    env["MALLOC_MMAP_THRESHOLD_"] = os.environ.get("MALLOC_MMAP_THRESHOLD_", str(64 << 20))
+    env["MALLOC_TRIM_THRESHOLD_"] = os.environ.get("MALLOC_TRIM_THRESHOLD_", str(256 << 20))
+    # loky restarts a worker whose memory grew 300 MB past its first task's, taking it
+    # for a leak; a round's chunks grow with the round, and a task holds nothing after
+    # it returns.
+    env["LOKY_MAX_MEMORY_LEAK_SIZE"] = os.environ.get("LOKY_MAX_MEMORY_LEAK_SIZE", str(1 << 62))
+    return env
+
+
+def _cpu_seconds() -> float:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _peak_bytes() -> int:
+    """This process's peak resident bytes (0 where the platform has no ``resource``
+    module). On Linux the address space's high-water mark (``VmHWM``): ``ru_maxrss``
+    would start from the parent's peak at the fork."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return 0
+    from privsim.inputs import read_input_text
+
+    try:  # the guarded reader, as for every file (/proc's report a size of 0)
+        for line in read_input_text("/proc/self/status", "process status", 2**20).splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):  # pragma: no cover - not Linux
+        pass
+    scale = 1 if sys.platform == "darwin" else 1024  # macOS reports bytes, Linux KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
+import numpy as np
 import simpy
 
 from privsim.sim.agent import Agent, Behaviour
+from privsim.sim.agent_table import AgentTable
 from privsim.sim.bus import MessageBus
 from privsim.sim.channels import SecureChannels
 from privsim.sim.coalition import CoalitionSpec, CoalitionView, ViewedMessage, resolve_coalition
@@ -46,6 +48,7 @@ class World:
         faults: FaultSpec | None = None,
         coalition: CoalitionSpec | None = None,
         encryption: bool = True,
+        envelope: bool | None = None,
         keep_envelopes: bool = False,
     ) -> None:
         self.env = simpy.Environment()
@@ -55,8 +58,11 @@ class World:
         self.coalition_spec = coalition if coalition is not None else CoalitionSpec()
         self.trace = Trace()
         self.channels = SecureChannels()
-        self.bus = MessageBus(self, encrypt=encryption, keep_envelopes=keep_envelopes)
-        self.agents: dict[str, Agent] = {}
+        self.bus = MessageBus(
+            self, encrypt=encryption, envelope=envelope, keep_envelopes=keep_envelopes
+        )
+        #: Parties by id; an agent object is made when first looked up (:mod:`.agent_table`).
+        self.agents = AgentTable(self, self.trace.party_index)
         self.parties_by_role: dict[str, list[str]] = defaultdict(list)
         self.faults = FaultPlan()
         self.coalition: frozenset[str] = frozenset()
@@ -73,26 +79,30 @@ class World:
         """Register one party of ``role``."""
         return self.add_parties(role, [party_id])[0]
 
-    def add_parties(self, role: str, party_ids: Sequence[str]) -> list[Agent]:
-        """Register many parties of one role at once (a population)."""
+    def add_parties(self, role: str, party_ids: Sequence[str]) -> Sequence[Agent]:
+        """Register many parties of one role at once (a population). Their agents are
+        made when first looked up (:class:`~privsim.sim.agent_table.AgentTable`): the
+        returned sequence makes each as it is read."""
         if self._launched:
             raise RuntimeError("parties must be added before the world runs")
-        clash = self.agents.keys() & set(party_ids)
-        if clash or len(set(party_ids)) != len(party_ids):
-            raise ValueError(
-                f"parties already exist or repeat: {sorted(clash)[:5] or 'repeated ids'}"
-            )
+        if not isinstance(party_ids, (list, tuple)):  # one string per name, shared below
+            party_ids = list(party_ids)
         first = len(self.parties_by_role[role])
-        agents = [Agent(self, pid, role, first + k) for k, pid in enumerate(party_ids)]
-        self.agents.update(zip(party_ids, agents, strict=True))
+        try:
+            position = self.trace.register_parties(party_ids, role)
+        except ValueError:
+            clash = sorted(p for p in set(party_ids) if p in self.agents)
+            raise ValueError(
+                f"parties already exist or repeat: {clash[:5] or 'repeated ids'}"
+            ) from None
+        self.agents.add(role, position, first)
         self.parties_by_role[role].extend(party_ids)
-        self.trace.register_parties(party_ids, role)
         if self.bus.encrypt:
             indices = range(first, first + len(party_ids))
             keys = self.streams.keystream("keys", role).words(indices, 0, 4)
             for k, pid in enumerate(party_ids):
                 self.channels.add_party(pid, keys[k].tobytes(), role, first + k)
-        return agents
+        return _AgentsOf(self.agents, party_ids)
 
     def start(self, agent: Agent, behaviour: Behaviour) -> None:
         """Give ``agent`` its behaviour; it starts at time 0 unless faults say otherwise."""
@@ -103,10 +113,13 @@ class World:
     def _launch(self) -> None:
         self._launched = True
         self.faults = draw_faults(self.fault_spec, self.parties_by_role, self.streams)
-        unknown = sorted((self.faults.absent | set(self.faults.crash_times)) - set(self.agents))
+        named = self.faults.absent | set(self.faults.crash_times)
+        unknown = sorted(p for p in named if p not in self.agents)
         if unknown:
             raise ValueError(f"faults name parties that do not exist: {unknown[:5]}")
-        self.coalition = resolve_coalition(self.coalition_spec, self.parties_by_role, self.streams)
+        self.coalition = resolve_coalition(
+            self.coalition_spec, self.parties_by_role, self.streams, self.agents
+        )
         self.bus.prepare(self.parties_by_role)
         for party_id in self.faults.absent:
             agent = self.agents[party_id]
@@ -134,11 +147,14 @@ class World:
 
     def running(self, role: str) -> list[int]:
         """Role indices of the parties of ``role`` that started (not absent)."""
-        return [
-            i
-            for i, p in enumerate(self.parties_by_role.get(role, ()))
-            if p not in self.faults.absent
+        absent = [
+            agent.role_index
+            for agent in map(self.agents.__getitem__, self.faults.absent)
+            if agent.role == role
         ]
+        running = np.ones(len(self.parties_by_role.get(role, ())), dtype=bool)
+        running[absent] = False
+        return np.flatnonzero(running).tolist()
 
     def _lifecycle(self, agent: Agent, behaviour: Behaviour) -> Behaviour:
         try:
@@ -182,7 +198,26 @@ class World:
     # -- outcomes -----------------------------------------------------------------------
     @property
     def dead(self) -> frozenset[str]:
-        return frozenset(a.id for a in self.agents.values() if not a.alive)
+        return frozenset(a.id for a in self.agents.made() if not a.alive)
 
     def results(self, role: str) -> Mapping[str, Any]:
         return {p: self.agents[p].result for p in self.parties_by_role.get(role, ())}
+
+
+class _AgentsOf(Sequence[Agent]):
+    """The agents of some registered parties, each made when read."""
+
+    def __init__(self, table: AgentTable, party_ids: Sequence[str]) -> None:
+        self._table, self._ids = table, party_ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, i: int) -> Agent: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Agent]: ...
+    def __getitem__(self, i: int | slice) -> Agent | list[Agent]:
+        if isinstance(i, slice):
+            return [self._table[p] for p in self._ids[i]]
+        return self._table[self._ids[i]]

@@ -413,10 +413,10 @@ def test_sizes_that_cannot_fit_in_memory_are_refused_naming_the_field(name, fiel
 
 
 def test_the_memory_limit_can_be_raised(monkeypatch, tmp_path, capsys):
-    changes = {"population.clients": 2_000_000, "dca.tolerated": 10, "baseline": False}
+    changes = {"population.clients": 20_000_000, "dca.tolerated": 10, "baseline": False}
     _refused_builtin("quickstart", "population.clients", changes)
     monkeypatch.setenv(MAX_MEMORY_ENV, "64GiB")
-    assert _builtin("quickstart", changes).population.clients == 2_000_000
+    assert _builtin("quickstart", changes).population.clients == 20_000_000
     monkeypatch.setenv(MAX_MEMORY_ENV, "1MB")
     _refused_builtin("quickstart", "population.clients", {"population.clients": 300})
     monkeypatch.delenv(MAX_MEMORY_ENV)

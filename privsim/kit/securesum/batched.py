@@ -17,7 +17,8 @@ are exactly those of the per-message path (addition in Z_{2^64} is order-free).
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Protocol
 
 import numpy as np
@@ -32,6 +33,7 @@ from privsim.kit.securesum.seeded import SEED_WORDS
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.coalition import ViewedMessage
 from privsim.sim.messages import encode, wire_size
+from privsim.sim.names import PartyNames
 from privsim.sim.world import World
 
 __all__ = [
@@ -83,7 +85,7 @@ class ShareRound:
         self.world, self.plan, self.inputs = world, plan, inputs
         self.job = ShareJob(
             inputs=inputs,
-            clients=tuple(plan.clients),
+            clients=plan.clients if isinstance(plan.clients, PartyNames) else tuple(plan.clients),
             nodes=tuple(plan.nodes),
             share_mode=plan.share_mode,
             dimension=plan.dimension,
@@ -92,11 +94,31 @@ class ShareRound:
         )
         self._agreed: bytes | None = None
         self._sums: npt.NDArray[np.uint64] | None = None
+        self._ahead: tuple[bytes, Future[npt.NDArray[np.uint64]]] | None = None
+
+    def prefetch(self, clients: npt.NDArray[np.int64]) -> None:
+        """Start the sums over ``clients`` on a background thread, while the simulation
+        goes on: the agreed set, when every share is on time and no node fails. A node
+        that asks for another set waits for this pass, then gets its own. Not with
+        sealed channels (their nonces are taken in the round's order)."""
+        if self.world.bus.encrypt or self._ahead is not None:
+            return
+        agreed = np.zeros(len(self.plan.clients), dtype=bool)
+        agreed[clients] = True
+        background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="privsim-shares")
+        self._ahead = (np.packbits(agreed).tobytes(), background.submit(self._stream, clients))
+        background.shutdown(wait=False)
 
     def node_sum(self, node: int, agreed: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
         """q_k = Σ_{i ∈ agreed} m_{i,k}. All live nodes ask with the same agreed set (the
         intersection of every node's received set), so one pass serves them all."""
         key = np.packbits(agreed).tobytes()
+        if self._ahead is not None:
+            ahead_key, future = self._ahead
+            self._ahead = None
+            wait([future])  # never two passes at once
+            if ahead_key == key:
+                self._sums, self._agreed = future.result(), key
         if self._sums is None or self._agreed != key:
             self._sums = self._stream(np.flatnonzero(agreed))
             self._agreed = key
@@ -171,10 +193,16 @@ class NodeSums(Protocol):
 
 
 def client_population(
-    world: World, plan: DcaPlan, inputs: ClientInputs, senders: npt.ArrayLike | None = None
+    world: World,
+    plan: DcaPlan,
+    inputs: ClientInputs,
+    senders: npt.ArrayLike | None = None,
+    prefetch: Callable[[npt.NDArray[np.int64]], None] | None = None,
 ) -> Behaviour:
     """Every running client (or only ``senders``, role indices) sends share k to node k,
-    in node order, as one batch per node."""
+    in node order, as one batch per node. ``prefetch(senders)`` is called when every
+    share will reach its node by the share deadline and no node is absent or crashes:
+    the nodes will then agree on exactly these clients (unless agreement fails)."""
     running = np.asarray(world.running("client") if senders is None else senders, dtype=np.int64)
     sizes = share_sizes(plan)
     kinds = share_kinds(plan)
@@ -201,8 +229,18 @@ def client_population(
                         else plan.kinds.share(values=mine.shares[row, k]),
                     )
                 )
-    for node, kind, size in zip(plan.nodes, kinds, sizes, strict=True):
+    flights = [
         world.bus.send_batch("client", running, node, kind, size)
+        for node, kind, size in zip(plan.nodes, kinds, sizes, strict=True)
+    ]
+    deadline = float(world.env.now) + plan.share_timeout
+    nodes_fail = any(n in world.faults.absent or n in world.faults.crash_times for n in plan.nodes)
+    on_time = all(
+        bool(f.deliverable.all()) and float(f.arrival.max(initial=-np.inf)) <= deadline
+        for f in flights
+    )
+    if prefetch is not None and on_time and not nodes_fail:
+        prefetch(running)
     # A client process would end here. That matters only for a client that crashes
     # later (it finished first): mark those; the others never have a behaviour to end.
     for party in world.faults.crash_times:

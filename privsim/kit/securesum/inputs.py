@@ -79,6 +79,25 @@ class ClientInputs:
         shares, seeds = self.split(idx, x)
         return ClientMessages(clients=idx, z=z, eta=eta, shares=shares, seeds=seeds)
 
+    def node_sums(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        """Σ over clients ``idx`` of each node's full additive share, (M, d), without
+        making the shares: with R_k = Σ_i r_{i,k} and X = Σ_i x_i, node 0 gets X + R_1,
+        node k gets R_{k+1}, node M − 1 gets −Σ_k R_k (:func:`complete_shares`'s
+        messages summed; addition in Z_{2^64} is order-free, so the same words)."""
+        _, _, x = self.encoded(idx)
+        m, d = self.n_nodes, x.shape[1]
+        sums = np.empty((m, d), dtype=np.uint64)
+        if m == 1:
+            np.sum(x, axis=0, dtype=np.uint64, out=sums[0])
+            return sums
+        r = np.empty((idx.size, (m - 1) * d), dtype=np.uint64)
+        self.randomness.words_into(idx, 0, r)
+        np.sum(r.reshape(idx.size, m - 1, d), axis=0, dtype=np.uint64, out=sums[: m - 1])
+        np.sum(sums[: m - 1], axis=0, dtype=np.uint64, out=sums[m - 1])
+        np.subtract(np.uint64(0), sums[m - 1], out=sums[m - 1])
+        sums[0] += np.sum(x, axis=0, dtype=np.uint64)
+        return sums
+
     def encoded(self, idx: npt.NDArray[np.int64]) -> tuple[F64, F64, npt.NDArray[np.uint64]]:
         """Clients ``idx``'s data z_i, noise η_i and the encoded input x_i to be shared."""
         z = self.data.rows(idx)

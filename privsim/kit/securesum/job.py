@@ -10,6 +10,7 @@ the round in the world's channels.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,7 +36,9 @@ class ShareJob:
     (:mod:`~privsim.kit.securesum.pool`)."""
 
     inputs: ClientInputs
-    clients: tuple[str, ...]
+    #: The clients' names, read only to seal (a :class:`~privsim.sim.names.PartyNames`
+    #: pickles as its pattern, so a shard's task does not carry the population's names).
+    clients: Sequence[str]
     nodes: tuple[str, ...]
     share_mode: str
     dimension: int
@@ -75,11 +78,13 @@ class ShareJob:
     ) -> npt.NDArray[np.uint64]:
         """One chunk's node sums. ``channel``'s arrays are indexed by ``rows``; ``seal``
         (in-process only) replaces them with a channel of the world."""
-        names = [self.clients[i] for i in clients.tolist()]
         if seal is None and channel is not None:
             seal = channel.sealer(rows)
+        names = [self.clients[i] for i in clients.tolist()] if seal is not None else []
         if self.share_mode == "seeded":
             return self._seeded_chunk_sums(clients, names, seal)
+        if seal is None and self.share_mode == "full" and type(self.inputs) is ClientInputs:
+            return self.inputs.node_sums(clients)  # nothing to seal: sums, not shares
         chunk = self.inputs.messages(clients)
         if seal is not None:
             if chunk.seeds is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import pickle
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -94,16 +95,47 @@ def node_sums(
     tasks = min(clients.size, n * SLICES_PER_WORKER)
     bounds = np.linspace(0, clients.size, tasks + 1).astype(np.int64).tolist()
     slices = [slice(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
-    work = [(job, clients[s], channel.part(s) if channel is not None else None) for s in slices]
+    work = [
+        (job, _Shard.of(clients[s]), channel.part(s) if channel is not None else None)
+        for s in slices
+    ]
     total = np.zeros((len(job.nodes), job.dimension), dtype=np.uint64)
     for sums in map_unordered(_slice_sums, work, n):
         total = job.add(total, sums)
     return total
 
 
+@dataclass(frozen=True, slots=True)
+class _Shard:
+    """A slice's client indices as sent to a worker: increasing indices as the first
+    and a bit per client of the span (1 bit, not 8 bytes, per client: a shard of 10⁶
+    clients is 125 kB), other orders as they are."""
+
+    first: int
+    span: int
+    bits: npt.NDArray[np.uint8] | None
+    listed: npt.NDArray[np.int64] | None = None
+
+    @classmethod
+    def of(cls, clients: npt.NDArray[np.int64]) -> _Shard:
+        if clients.size > 1 and bool(np.all(np.diff(clients) > 0)):
+            first, span = int(clients[0]), int(clients[-1]) - int(clients[0]) + 1
+            member = np.zeros(span, dtype=bool)
+            member[clients - first] = True
+            return cls(first, span, np.packbits(member))
+        return cls(0, 0, None, clients)
+
+    def clients(self) -> npt.NDArray[np.int64]:
+        if self.bits is None:
+            assert self.listed is not None
+            return self.listed
+        member = np.unpackbits(self.bits, count=self.span).astype(bool)
+        return self.first + np.flatnonzero(member).astype(np.int64)
+
+
 def _slice_sums(
-    task: tuple[ShareJob, npt.NDArray[np.int64], ChannelMaterial | None],
+    task: tuple[ShareJob, _Shard, ChannelMaterial | None],
 ) -> npt.NDArray[np.uint64]:
     """One slice's node sums (a worker's task)."""
-    job, clients, channel = task
-    return job.sums(clients, channel)
+    job, shard, channel = task
+    return job.sums(shard.clients(), channel)

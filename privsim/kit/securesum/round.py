@@ -41,6 +41,7 @@ from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.agent import Agent
 from privsim.sim.ledger import NoiseShares, PrivacyLedger, Trust
+from privsim.sim.names import PartyNames, Picked
 from privsim.sim.world import World
 
 __all__ = [
@@ -239,12 +240,27 @@ def check_fixed_point(scenario: Scenario, n: int, peak_value: float, noise_std: 
         )
 
 
-def secure_sum_bytes(clients: int, nodes: int, dimension: int, *, batched: bool) -> int:
+#: Batched delivery's memory per client (its name, positions and per-role state; no
+#: agent object is made for it) and per message it sends (trace and flight records):
+#: fitted to peaks measured at N = 10⁶, d = 10 with M = 3, 10 and 20 (545, 967 and
+#: 1,618 bytes per client: 356 + 63·M), rounded up.
+BATCHED_CLIENT_BYTES = 512
+BATCHED_MESSAGE_BYTES = 72
+#: With sealed channels, each client–node pair's key and nonce state besides: fitted to
+#: 2,786 bytes per client measured at N = 10⁵, d = 10, M = 10 (182 per pair), rounded up.
+SEALED_PAIR_BYTES = 192
+
+
+def secure_sum_bytes(
+    clients: int, nodes: int, dimension: int, *, batched: bool, sealed: bool = False
+) -> int:
     """Estimated peak memory of one DCA round, in bytes. Per message, every client's
-    vector, noise and M shares are in flight at once: N·d·8·(M+2). Batched, the shares
-    are made and summed in chunks: THREADS chunks of CHUNK_BYTES (or of one client's M
-    shares, if larger), three times over, plus the nodes' sums, 8·d·(M+2). Either way
-    N·PARTY_BYTES for the parties themselves. A round large enough for worker processes
+    vector, noise and M shares are in flight at once: N·d·8·(M+2), and N·PARTY_BYTES for
+    the parties themselves. Batched, the shares are made and summed in chunks: THREADS
+    chunks of CHUNK_BYTES (or of one client's M shares, if larger), three times over,
+    plus the nodes' sums, 8·d·(M+2); and N·(:data:`BATCHED_CLIENT_BYTES` + M ·
+    :data:`BATCHED_MESSAGE_BYTES`) for the clients, and M · :data:`SEALED_PAIR_BYTES` more
+    with ``sealed`` channels. A round large enough for worker processes
     (:mod:`~privsim.kit.securesum.pool`) adds, per worker, its interpreter
     (:data:`~privsim.kit.securesum.pool.WORKER_BYTES`) and its chunks."""
     n, m, d = clients, max(nodes, 1), dimension
@@ -253,9 +269,9 @@ def secure_sum_bytes(clients: int, nodes: int, dimension: int, *, batched: bool)
         shares = THREADS * chunk + 8 * d * (m + 2)
         if pool.use_processes(pool.round_seconds(n, m, d, seeded=True, sealed=True)):
             shares += pool.workers() * (pool.WORKER_BYTES + chunk + 8 * d * m)
-    else:
-        shares = n * d * 8 * (m + 2)
-    return n * PARTY_BYTES + shares
+        per_message = BATCHED_MESSAGE_BYTES + (SEALED_PAIR_BYTES if sealed else 0)
+        return n * (BATCHED_CLIENT_BYTES + m * per_message) + shares
+    return n * PARTY_BYTES + n * d * 8 * (m + 2)
 
 
 #: Measured costs behind :func:`secure_sum_seconds` (benchmarks/bench_table1.py,
@@ -335,7 +351,9 @@ def launch(
         if not isinstance(inputs, ClientInputs):
             raise TypeError("batched delivery needs ClientInputs (chunked share generation)")
         shares = ShareRound(world, plan, inputs)
-        world.start_group("clients", client_population(world, plan, inputs))
+        world.start_group(
+            "clients", client_population(world, plan, inputs, prefetch=shares.prefetch)
+        )
     else:
         for agent in agents:
             world.start(agent, dca.client(agent, inputs, plan))
@@ -385,7 +403,7 @@ def charge(
         event,
         trust=trust,
         noise=NoiseShares(
-            contributors=tuple(clients),
+            contributors=clients if isinstance(clients, PartyNames) else tuple(clients),
             kind=noise,
             share_multiplier=share_multiplier,
             needed=needed,
@@ -423,4 +441,10 @@ def settle(
     if outcome is None or outcome.released is None or outcome.included is None:
         ledger.withhold(label)
         return
-    ledger.settle(label, contributors=[clients[int(i)] for i in np.flatnonzero(outcome.included)])
+    included = np.flatnonzero(outcome.included)
+    contributors: Sequence[str]
+    if isinstance(clients, PartyNames):  # a view: no name is made for the ledger
+        contributors = Picked(clients, included)
+    else:
+        contributors = [clients[i] for i in included.tolist()]
+    ledger.settle(label, contributors=contributors)

@@ -94,6 +94,7 @@ def _footprint(scenario: Scenario) -> Footprint:
     # each at d = 8, growing as d³), and the secure sums: one round of k words per
     # client for DDP, two for proj DDP.
     search = g * g * cfg.grid_repeats * 30e-6 * ((d + 1) / 9) ** 3
+    # wall time: only aes-gcm seals and agrees keys (sized charges bytes, not wall time)
     encrypted = scenario.network.encryption == "aes-gcm"
     rounds = ("DDP" in cfg.methods) + 2 * ("proj_DDP" in cfg.methods)
     sums = rounds * secure_sum_seconds(n, m, k, batched=True, encrypted=encrypted)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from privsim.kit.text import fmt_bytes
+from privsim.kit.world import channel_label
 
 __all__ = ["report_lines"]
 
@@ -26,7 +27,7 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
     lines = [
         f"  data {ds['name']}: {ds['train']} clients (one record each), {ds['test']} test "
         f"records, d = {ds['dimension']}; {sc['population']['compute_nodes']} compute nodes, "
-        f"encryption {sc['network']['encryption']}",
+        f"encryption {channel_label(sc['network']['encryption'])}",
         f"  {details['calibration']} calibration: noise multiplier σ/Δ = "
         f"{details['noise_multiplier']:.4g}; projected methods "
         + " and ".join(f"{z:.4g}" for z in details["noise_multipliers_projected"])

@@ -92,8 +92,9 @@ def _parties(scenario: Scenario) -> dict[str, Sequence[str]]:
 
 
 def _footprint(scenario: Scenario) -> Footprint:
-    """Peak memory ≈ N·P + N·d·8·(M+2) with per-message delivery, N·P + a few chunks
-    batched (:func:`~privsim.kit.securesum.round.secure_sum_bytes`); or N·P + N·d·8·2
+    """Peak memory ≈ N·P + N·d·8·(M+2) with per-message delivery; batched, N·(512 +
+    72·M), N·(512 + 264·M) with sealed channels, plus a few chunks
+    (:func:`~privsim.kit.securesum.round.secure_sum_bytes`); or N·P + N·d·8·2
     for the trusted aggregator (every client's vector at the curator), as the protocol
     or as the baseline, if larger (the two run one after the other); P = PARTY_BYTES
     per party."""
@@ -101,15 +102,22 @@ def _footprint(scenario: Scenario) -> Footprint:
     m = scenario.population.compute_nodes
     total = 0
     formula = ""
+    sealed = scenario.network.encryption == "aes-gcm"
     if scenario.protocol == "dca":
         batched = delivery(scenario) == "batched"
-        total += secure_sum_bytes(n, m, d, batched=batched)
-        formula = "N·P + N·d·8·(M+2)" if not batched else "N·P + chunks of d·8·M"
+        total += secure_sum_bytes(n, m, d, batched=batched, sealed=sealed)
+        per_message = "72 + 192" if sealed else "72"
+        formula = (
+            "N·P + N·d·8·(M+2)"
+            if not batched
+            else f"N·(512 + ({per_message})·M) + chunks of d·8·M"
+        )
     curator = n * PARTY_BYTES + n * d * 16
     if (scenario.protocol != "dca" or scenario.baseline) and curator > total:
         total, formula = curator, "N·P + N·d·8·2 (trusted aggregator)"
     # The field that grew most from the quickstart's N = 2000, d = 20.
     field = "data.dimension" if d / 20 > n / 2000 else "population.clients"
+    # wall time: only aes-gcm seals and agrees keys (sized charges bytes, not wall time)
     encrypted = scenario.network.encryption == "aes-gcm"
     seconds = 0.0
     if scenario.protocol == "dca":

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from privsim.kit.world import channel_label
+
 __all__ = ["report_lines"]
 
 
@@ -14,7 +16,7 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
     nodes = f"{pop['compute_nodes']} compute nodes" if result["protocol"] == "dca" else "a curator"
     lines = [
         f"  {pop['clients']} clients, {nodes}, d = {sc['data']['dimension']}, "
-        f"encryption {sc['network']['encryption']}{_share_mode(sc)}"
+        f"encryption {channel_label(sc['network']['encryption'])}{_share_mode(sc)}"
     ]
     if result["status"] == "released":
         acc = result["accuracy"]

@@ -10,8 +10,10 @@ the scenario asks for one.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,7 @@ from privsim.protocols.dca.config import DataConfig
 from privsim.scenarios.schema import Scenario
 from privsim.sim.calibration import gaussian_sigma
 from privsim.sim.ledger import PrivacyLedger, Trust
+from privsim.sim.names import PartyNames
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
@@ -66,7 +69,7 @@ class Simulation:
     world: World
     outcome: SumOutcome
     data: ClientData
-    clients: tuple[str, ...]
+    clients: Sequence[str]
     nodes: tuple[str, ...]
     ledger: PrivacyLedger
     sensitivity: float
@@ -132,7 +135,7 @@ class _Charged:
 
 
 def _charge(
-    scenario: Scenario, protocol: str, clients: tuple[str, ...], nodes: tuple[str, ...]
+    scenario: Scenario, protocol: str, clients: Sequence[str], nodes: tuple[str, ...]
 ) -> _Charged:
     """Charge ``protocol``'s release (refused over budget before anything runs): the
     secure sum while not every compute node colludes, with noise shares from the
@@ -203,7 +206,7 @@ def simulate(
     data_cfg = scenario.table("data", DataConfig)
     cfg = scenario.table("dca", DcaConfig)
     n, d = scenario.population.clients, data_cfg.dimension
-    clients = tuple(f"client-{i}" for i in range(n))
+    clients = PartyNames("client-", n)
     all_nodes = securesum.node_names(scenario)
     nodes = all_nodes if protocol == "dca" else ()
 
@@ -222,7 +225,7 @@ def simulate(
     world = build_world(
         scenario,
         streams,
-        [*clients, *nodes, OUTPUT_PARTY],
+        itertools.chain(clients, nodes, [OUTPUT_PARTY]),
         ignore_servers=() if nodes else all_nodes,
         keep_envelopes=keep_envelopes,
     )

@@ -87,6 +87,7 @@ def _footprint(scenario: Scenario) -> Footprint:
     # bench_race.py), R queries per held-out point, and the release: a DCA round of
     # R·W words per owner, or K sketches of R·W sent whole.
     seconds = (records + cfg.queries) * cfg.rows * 6e-9
+    # wall time: only aes-gcm seals and agrees keys (sized charges bytes, not wall time)
     encrypted = scenario.network.encryption == "aes-gcm"
     if cfg.mode == "dca":
         seconds += secure_sum_seconds(k, m, cells, batched=False, encrypted=encrypted)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from privsim.kit.text import fmt_bytes
+from privsim.kit.world import channel_label
 
 __all__ = ["flatten", "report_lines"]
 
@@ -19,7 +20,7 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         f"  {race['owners']} data owners, sketch {race['rows']} × {race['width']}, "
         f"data {race['dataset']}, mode {race['mode']}"
         + (f" ({race['noise']} noise)" if race["mode"] == "dca" else "")
-        + f", encryption {sc['network']['encryption']}"
+        + f", encryption {channel_label(sc['network']['encryption'])}"
     ]
     if result["status"] == "released":
         acc = result["accuracy"]

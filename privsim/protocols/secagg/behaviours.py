@@ -12,18 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import simpy
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from privsim.protocols.secagg.crypto import (
     KEY_BYTES,
     SEED_BYTES,
     TAG_BYTES,
-    open_share,
+    open_shares,
 )
 from privsim.protocols.secagg.graph import Graph
 from privsim.protocols.secagg.keybook import KeyBook
@@ -114,11 +114,12 @@ def client(agent: Agent, plan: SecAggPlan) -> Behaviour:
     own = shares[holders == me]  # f_u(u + 1): u holds a share of its own secrets
     others = holders != me
     to = holders[others]
-    records = pack_records(me, to, shares[others])
-    sealed = c_peers.seal(to, records)  # e_{u,v} = AE.enc(KA.agree(c_u^SK, c_v^PK), …)
+    # e_{u,v} = AE.enc(KA.agree(c_u^SK, c_v^PK), u ‖ v ‖ shares) (the records are made
+    # only if the book has not sealed them)
+    sealed = c_peers.seal(to, partial(pack_records, me, to, shares[others]))
     agent.send(plan.server, EncryptedShares(peers=to, ciphertexts=sealed))
     # a waiting client keeps only what later rounds need (10^4 clients wait at once)
-    del graph_holders, rows, take, shares, records, sealed, directory
+    del graph_holders, rows, take, shares, sealed, directory
 
     # Round 2 (MaskedInputCollection): decrypt the shares held for U2, send y_u.
     forwarded = yield from agent.receive(EncryptedShares, deadline=agent.now + wait)
@@ -127,10 +128,7 @@ def client(agent: Agent, plan: SecAggPlan) -> Behaviour:
     came = forwarded.message.peers
     senders = came.tolist()
     blob = forwarded.message.ciphertexts
-    plain = b"".join(
-        open_share(AESGCM(key), u, me, blob[_CIPHERTEXT * j : _CIPHERTEXT * (j + 1)])
-        for j, (u, key) in enumerate(zip(senders, c_peers.agree(came), strict=True))
-    )
+    plain = open_shares(me, senders, c_peers.agree(came), blob, _CIPHERTEXT)
     owners, held = np.array([me], dtype=np.int64), own  # the shares u holds, by owner
     if senders:
         ids, words = unpack_records(plain)
@@ -152,7 +150,7 @@ def client(agent: Agent, plan: SecAggPlan) -> Behaviour:
     listed = yield from agent.receive(Survivors, deadline=agent.now + wait)
     if listed is None:
         return None
-    dropped = ~np.isin(owners, listed.message.clients)
+    dropped = ~_isin_sorted(owners, listed.message.clients)
     rows = np.zeros((owners.size, SK_WORDS), dtype=np.uint64)
     rows[~dropped, :B_WORDS] = held[~dropped, :B_WORDS]
     rows[dropped] = held[dropped, B_WORDS:]
@@ -161,6 +159,16 @@ def client(agent: Agent, plan: SecAggPlan) -> Behaviour:
         UnmaskShares(owners=owners, kinds=dropped.astype(np.uint8), shares=rows),
     )
     return None
+
+
+def _isin_sorted(values: I64, members: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+    """``np.isin(values, members)`` by binary search when ``members`` is sorted (as every
+    list the server sends is); np.isin itself otherwise."""
+    members = np.asarray(members)
+    if members.ndim != 1 or members.size == 0 or (members[1:] < members[:-1]).any():
+        return np.isin(values, members)
+    at = np.minimum(np.searchsorted(members, values), members.size - 1)
+    return members[at] == values  # type: ignore[no-any-return]
 
 
 def _collect(
@@ -277,12 +285,13 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     for u in u1.tolist():
         peers = graph.neighbours(u)
         peers = peers[alive[peers]]
+        listed = [keys[v] for v in peers.tolist()]
         agent.send(
             plan.clients[u],
             Directory(
                 clients=peers,
-                c_public=b"".join(keys[v].c_public for v in peers.tolist()),
-                s_public=b"".join(keys[v].s_public for v in peers.tolist()),
+                c_public=b"".join([k.c_public for k in listed]),
+                s_public=b"".join([k.s_public for k in listed]),
             ),
         )
 
@@ -322,8 +331,9 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     for u in u3.tolist():
         total += masked[u].values.astype(np.uint64)
     del masked
+    closed_sets = None if graph.complete else graph.holder_matrix()
     for u in u3.tolist():
-        mine = graph.holders(u)
+        mine = graph.holders(u) if closed_sets is None else closed_sets[u]
         agent.send(plan.clients[u], Survivors(clients=mine[alive3[mine]]))
 
     # Round 3: collect unmasking shares, U5; reconstruct and remove the masks.
@@ -334,12 +344,12 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     if (stop := check(Stage.UNMASKING, u2, u5)) is not None:
         return stop
     owners, holders, kinds, rows = _revealed(reveals, u5)
-    dropped = np.setdiff1d(u2, u3)
+    dropped = u2[~_isin_sorted(u2, u3)]  # U2 \ U3 (both sorted, without repeats)
     b_take = (kinds == 0) & alive3[owners]
     s_take = (kinds == 1) & ~alive3[owners]
     b_owners, b_words = _first_t(owners[b_take], holders[b_take], rows[b_take, :B_WORDS], t)
     s_owners, s_words = _first_t(owners[s_take], holders[s_take], rows[s_take], t)
-    missing = np.setdiff1d(u3, b_owners).size + np.setdiff1d(dropped, s_owners).size
+    missing = int((~_isin_sorted(u3, b_owners)).sum() + (~_isin_sorted(dropped, s_owners)).sum())
     if missing:
         sets[-1] = u5
         return Outcome(
@@ -352,18 +362,21 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     # − PRG(b_u) for the survivors; − Δ_{u,v} PRG(s_{u,v}) for each dropped v and survivor
     # u next to it, s_{u,v} = KA.agree(s_v^SK, s_u^PK) from the rebuilt s_v^SK
     secrets = words_to_bytes(s_words, KEY_BYTES)
-    pair_secret, pair_public, pair_sign = [], [], []
+    pair_secret, pair_peer, pair_public, pair_sign = [], [], [], []
     for j, v in enumerate(s_owners.tolist()):
         peers = graph.neighbours(v)
         for u in peers[alive3[peers]].tolist():
             pair_secret.append(j)
+            pair_peer.append(u)
             pair_public.append(keys[u].s_public)
             pair_sign.append(-1 if u > v else 1)
+    which = np.array(pair_secret, dtype=np.int64)
     total += plan.keys.unmasking(
         words_to_bytes(b_words, SEED_BYTES),
-        secrets[np.array(pair_secret, dtype=np.int64)],
+        secrets[which],
         np.frombuffer(b"".join(pair_public), dtype=np.uint8).reshape(-1, KEY_BYTES),
         np.array(pair_sign, dtype=np.int8),
+        pairs=(s_owners[which], np.array(pair_peer, dtype=np.int64)),
     )
     total &= modulus_mask(plan.bits)
     return Outcome(

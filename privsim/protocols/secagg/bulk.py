@@ -18,6 +18,7 @@ These functions take and return plain arrays, so that they can run on worker pro
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -37,9 +38,17 @@ def public_keys(secrets: U8) -> U8:
     """Row i: the X25519 public key of the 32 secret bytes of row i (shape (m, 32))."""
     out = np.empty((secrets.shape[0], KEY_BYTES), dtype=np.uint8)
     for i, raw in enumerate(_rows(secrets)):
-        sk = X25519PrivateKey.from_private_bytes(raw)
+        sk = _private_key(raw)
         out[i] = np.frombuffer(sk.public_key().public_bytes_raw(), dtype=np.uint8)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _private_key(raw: bytes) -> X25519PrivateKey:
+    """The key object of 32 secret bytes, built once per process for a round's recent
+    keys (a small round's agreements reuse the objects its public keys were made with;
+    the object is a pure function of the bytes)."""
+    return X25519PrivateKey.from_private_bytes(raw)
 
 
 def agreements(label: bytes, secrets: U8, publics: U8) -> U8:
@@ -52,7 +61,7 @@ def agreements(label: bytes, secrets: U8, publics: U8) -> U8:
     peers: dict[bytes, X25519PublicKey] = {}  # a peer's key object, built once per task
     for i, (raw, peer) in enumerate(zip(_rows(secrets), _rows(publics), strict=True)):
         if raw != last:
-            sk, last = X25519PrivateKey.from_private_bytes(raw), raw
+            sk, last = _private_key(raw), raw
         assert sk is not None
         pk = peers.get(peer)
         if pk is None:

@@ -36,6 +36,7 @@ __all__ = [
     "expand",
     "keystream",
     "open_share",
+    "open_shares",
     "seal_share",
 ]
 
@@ -79,6 +80,22 @@ def seal_share(cipher: AESGCM, sender: int, receiver: int, plaintext: bytes) -> 
 def open_share(cipher: AESGCM, sender: int, receiver: int, ciphertext: bytes) -> bytes:
     """AE.dec of :func:`seal_share` (raises ``InvalidTag`` if tampered with)."""
     return cipher.decrypt(_NONCE[sender < receiver], ciphertext, _ids(sender, receiver))
+
+
+def open_shares(
+    receiver: int, senders: list[int], keys: list[bytes], blob: bytes, size: int
+) -> bytes:
+    """The plaintexts of the ``size``-byte ciphertexts in ``blob`` (in the order of
+    ``senders``), each :func:`open_share` under its sender's key, concatenated."""
+    nonce, pack = _NONCE, _IDS.pack
+    return b"".join(
+        [
+            AESGCM(key).decrypt(
+                nonce[u < receiver], blob[size * j : size * (j + 1)], pack(u, receiver)
+            )
+            for j, (u, key) in enumerate(zip(senders, keys, strict=True))
+        ]
+    )
 
 
 def _ids(sender: int, receiver: int) -> bytes:

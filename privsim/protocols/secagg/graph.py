@@ -28,6 +28,7 @@ bound for connectivity, and defaults σ = 40, η = 20.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -74,7 +75,19 @@ class Graph:
 
     def holders(self, client: int) -> npt.NDArray[np.int64]:
         """The closed neighbourhood: the k + 1 holders of ``client``'s shares, sorted."""
-        return np.sort(np.append(self.neighbours(client), client))
+        if self.complete:
+            return np.arange(self.n, dtype=np.int64)
+        row = self.matrix[client]
+        at = int(np.searchsorted(row, client))
+        out = np.empty(row.size + 1, dtype=np.int64)
+        out[:at], out[at], out[at + 1 :] = row[:at], client, row[at:]
+        return out
+
+    def holder_matrix(self) -> npt.NDArray[np.int64]:
+        """Row c: :meth:`holders` of client c (shape (n, k + 1); not for the complete
+        graph, whose holders are every client)."""
+        n = self.n
+        return np.sort(np.concatenate([self.matrix, np.arange(n)[:, None]], axis=1), axis=1)
 
 
 def harary(n: int, degree: int, rng: np.random.Generator) -> Graph:
@@ -142,6 +155,7 @@ def _evaluate(n: int, degree: int, t: int, dropout: float, corruption: float) ->
     )
 
 
+@functools.lru_cache(maxsize=256)
 def choose_parameters(
     n: int,
     *,
@@ -155,7 +169,8 @@ def choose_parameters(
 ) -> Parameters | None:
     """(k, t) as in the module docstring; ``degree``/``threshold`` > 0 are taken as given
     (and only evaluated); ``complete`` fixes k = n − 1 (SecAgg). None if no k ≤ n − 1
-    admits a t meeting the security and correctness bounds."""
+    admits a t meeting the security and correctness bounds. A pure function of its
+    arguments, cached (its binomial tails cost more than a small round's protocol)."""
     if complete or degree >= n - 1:
         candidates = [n - 1]
     elif degree:

@@ -18,6 +18,10 @@ book computes them all at once (:mod:`.bulk`) while the simulation runs:
   (ShareKeys) for every neighbour v: AES-GCM is deterministic given key, nonce and
   plaintext, so the ciphertexts a client sends to the neighbours in its directory are
   these bytes (the receivers open what arrives, as the paper's clients do);
+- the server's KA.agree(s_v^SK, s_u^PK) in Unmasking, from the s_v^SK it rebuilt for a
+  dropped v: when the rebuilt key and the public key are the pair's own, byte for byte,
+  this is the pair's value already in the book (the same symmetry; a wrong
+  reconstruction is agreed on the spot, and gives the wrong mask it would);
 - PRG(b_u) + Σ_{v ∈ N(u)} Δ_{u,v} PRG(s_{u,v}) (Δ_{u,v} = +1 if u > v, else −1) over all
   of u's graph neighbours. A client masks with the neighbours that reached ShareKeys
   (U2 ∩ N(u)) only; it takes the precomputed sum and subtracts the masks of the others
@@ -32,6 +36,7 @@ here) is agreed on the spot. The book counts the pairs the protocol used
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -100,6 +105,7 @@ class KeyBook:
         self._lo = np.broadcast_to(rows, self._nb.shape)[upper]  # row-major: grouped by lo
         self._hi = self._nb[upper]
         keys = self._lo * n + self._hi  # ascending
+        self._pair_keys = keys
         lo, hi = np.minimum(rows, self._nb), np.maximum(rows, self._nb)
         self._edge = np.searchsorted(keys, lo * n + hi)  # (n, k): the pair's edge id
         self._used = {b"c": np.zeros(keys.size, bool), b"s": np.zeros(keys.size, bool)}
@@ -110,6 +116,7 @@ class KeyBook:
             n * dimension * width <= MASK_BYTES if masks is None else bool(masks)
         )
         self._publics: Future[dict[bytes, U8]] = Future()
+        self._publics_got: dict[bytes, U8] | None = None  # the result, once read
         self._values: dict[bytes, Future[U8]] = {b"c": Future(), b"s": Future()}
         self._masks: Future[npt.NDArray[Any] | None] = Future()
         self._shares = shares
@@ -208,20 +215,30 @@ class KeyBook:
         self._executor.close(abort=abort)
 
     # -- reading --------------------------------------------------------------------------
+    def _public_keys(self) -> dict[bytes, U8]:
+        got = self._publics_got
+        if got is None:
+            got = self._publics_got = self._publics.result()
+        return got
+
     def public(self, kind: bytes, client: int) -> bytes:
         """c_u^PK (``kind`` b"c") or s_u^PK (b"s")."""
-        return self._publics.result()[kind][client].tobytes()
+        return self._public_keys()[kind][client].tobytes()  # type: ignore[no-any-return]
 
     def directory(self, me: int, kind: bytes, listed: I64, publics: bytes) -> Peers:
         """Client ``me``'s view of its neighbours' ``kind`` public keys as a directory
         listed them (``listed`` sorted, ``publics`` 32 bytes each in that order)."""
-        own = self._publics.result()[kind][listed].tobytes() == publics
+        own = self._public_keys()[kind][listed].tobytes() == publics
         return Peers(self, me, kind, listed, publics, own)
 
-    def _slots(self, me: int, peers: I64) -> I64:
+    def _slots(self, me: int, peers: I64) -> I64 | slice:
+        """Where ``peers`` (sorted) sit among ``me``'s neighbours: every slot (a slice)
+        when they are all of them, as they usually are, else their indices."""
         row = self._nb[me]
+        if peers.size == row.size and bool((peers == row).all()):
+            return _EVERY
         j = np.searchsorted(row, peers)
-        if peers.size and (j.max() >= row.size or not np.array_equal(row[j], peers)):
+        if peers.size and (j.max() >= row.size or (row[j] != peers).any()):
             raise ValueError(f"client {me}: a peer is not one of its graph neighbours")
         return j
 
@@ -235,8 +252,9 @@ class KeyBook:
         sealed = self._sealed.result()
         if sealed is None:
             return None
-        self._book_values(b"c", me, peers)
-        return sealed[me, self._slots(me, peers)].tobytes()  # type: ignore[no-any-return]
+        slots = self._slots(me, peers)
+        self._used[b"c"][self._edge[me, slots]] = True
+        return sealed[me, slots].tobytes()  # type: ignore[no-any-return]
 
     def _masks_from(self, me: int, peers: I64) -> U64 | None:
         """PRG(b_u) + Σ_{v ∈ peers} Δ_{u,v} PRG(s_{u,v}) from the precomputed sum over all
@@ -244,10 +262,15 @@ class KeyBook:
         full = self._masks.result()
         if full is None:
             return None
-        self._book_values(b"s", me, peers)
-        out = full[me].astype(np.uint64)
         row = self._nb[me]
-        missing = np.flatnonzero(~np.isin(row, peers))
+        slots = self._slots(me, peers)  # peers ⊆ row: the slots of row among peers
+        self._used[b"s"][self._edge[me, slots]] = True
+        out = full[me].astype(np.uint64)
+        if slots is _EVERY:
+            return out
+        present = np.zeros(row.size, dtype=bool)
+        present[slots] = True
+        missing = np.flatnonzero(~present)
         if missing.size:
             values = self._values[b"s"].result()[self._edge[me, missing]]
             sign = np.where(row[missing] < me, 1, -1).astype(np.int8)
@@ -256,17 +279,35 @@ class KeyBook:
         return out
 
     def unmasking(
-        self, self_seeds: U8, secrets: U8, publics: U8, signs: npt.NDArray[np.int8]
+        self,
+        self_seeds: U8,
+        secrets: U8,
+        publics: U8,
+        signs: npt.NDArray[np.int8],
+        pairs: tuple[I64, I64] | None = None,
     ) -> U64:
         """The server's correction −Σ_u PRG(b_u) + Σ_i signs_i PRG(KA.agree(secrets_i,
         publics_i, "s")) (mod 2^64; meaningful mod 2^b), from the rebuilt b_u and s_v^SK,
-        each agreement computed from the rebuilt key (on the workers for large rounds)."""
+        each agreement computed from the rebuilt key (on the workers for large rounds).
+
+        ``pairs`` (v_i, u_i): the clients whose secret and public key row i claims to
+        be. A row whose rebuilt secret is s_v^SK and whose key is s_u^PK, byte for byte,
+        for a graph edge {u, v}, takes the pair's value from the book (the same bytes,
+        by the Diffie–Hellman symmetry the book rests on); any other is agreed here."""
         ex, step, width = self._executor, EDGES_PER_TASK, EXPANSIONS_PER_TASK
-        agreed = [
-            ex.submit("agreements", b"s", secrets[a : a + step], publics[a : a + step])
-            for a in range(0, signs.size, step)
+        agreed = np.empty((signs.size, SEED_BYTES), dtype=np.uint8)
+        todo = np.arange(signs.size)
+        if pairs is not None and signs.size:
+            edges, known = self._known_pairs(pairs[0], pairs[1], secrets, publics)
+            agreed[known] = self._values[b"s"].result()[edges[known]]
+            todo = np.flatnonzero(~known)
+        tasks = [
+            ex.submit("agreements", b"s", secrets[todo[a : a + step]], publics[todo[a : a + step]])
+            for a in range(0, todo.size, step)
         ]
-        seeds = np.concatenate([self_seeds, _stack(agreed, (0, SEED_BYTES), np.uint8)])
+        if todo.size:
+            agreed[todo] = _stack(tasks, (0, SEED_BYTES), np.uint8)
+        seeds = np.concatenate([self_seeds, agreed])
         sign = np.concatenate([np.full(self_seeds.shape[0], -1, np.int8), signs])
         sums = [
             ex.submit(
@@ -282,6 +323,26 @@ class KeyBook:
         for f in sums:
             out += f.result()[0].astype(np.uint64)
         return out
+
+    def _known_pairs(
+        self, owners: I64, peers: I64, secrets: U8, publics: U8
+    ) -> tuple[I64, npt.NDArray[np.bool_]]:
+        """(edge id, whether row i is the book's pair {owners_i, peers_i}: a graph edge
+        with s_{owner}^SK and s_{peer}^PK as given, byte for byte)."""
+        n = self._nb.shape[0]
+        v = np.asarray(owners, dtype=np.int64)
+        u = np.asarray(peers, dtype=np.int64)
+        ok = (v >= 0) & (v < n) & (u >= 0) & (u < n) & (u != v)
+        v, u = np.where(ok, v, 0), np.where(ok, u, 0)
+        keys = np.minimum(u, v) * n + np.maximum(u, v)
+        edges = np.minimum(np.searchsorted(self._pair_keys, keys), self._pair_keys.size - 1)
+        if self._pair_keys.size:
+            ok &= self._pair_keys[edges] == keys
+        else:
+            ok[:] = False
+        ok &= (self._sk[b"s"][v] == secrets).all(axis=1)
+        ok &= (self._public_keys()[b"s"][u] == publics).all(axis=1)
+        return edges, ok
 
     @property
     def agreements(self) -> int:
@@ -321,13 +382,16 @@ class Peers:
         self._book.extra_agreements += peers.size
         return [agree(secret, pk, self._kind) for pk in self._given(peers)]
 
-    def seal(self, peers: I64, records: U8) -> bytes:
+    def seal(self, peers: I64, records: U8 | Callable[[], U8]) -> bytes:
         """e_{u,v} = AE.enc(KA.agree(c_u^SK, c_v^PK), row of ``records``) for each of
-        ``peers`` (sorted), concatenated."""
+        ``peers`` (sorted), concatenated; ``records`` may be a function making them (not
+        called when the book has sealed them)."""
         if self._own:
             sealed = self._book._sealed_rows(self._me, peers)
             if sealed is not None:
                 return sealed
+        if callable(records):
+            records = records()
         keys = self.agree(peers)
         return b"".join(
             seal_share(AESGCM(key), self._me, v, records[i].tobytes())
@@ -348,6 +412,10 @@ class Peers:
             self._book._b[me : me + 1], seeds[None], sign[None], *self._book._shape
         )
         return got[0].astype(np.uint64)
+
+
+#: Every slot of a client's neighbour row (:meth:`KeyBook._slots`).
+_EVERY = slice(None)
 
 
 def _stack(futures: list[Future[Any]], empty: tuple[int, ...], dtype: type) -> Any:

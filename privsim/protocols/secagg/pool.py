@@ -1,83 +1,88 @@
-"""Worker processes for the bulk cryptography of a large SecAgg round (:mod:`.bulk`).
+"""The bulk cryptography of a large SecAgg round (:mod:`.bulk`) on the engine's workers
+(:mod:`privsim.sim.workers`).
 
 A round of N = 10^4 SecAgg+ clients makes about 3.4 · 10^5 X25519 key agreements and as
 many mask expansions: many short calls into ``cryptography``, which holds the GIL
-between them, so threads would not run them in parallel; processes do. Tasks are
-queued and handed to whichever worker is free; each task is a pure function of its
-arguments, so every result (and the round built from them) is the same bytes whatever
-the number of workers, and the simulation goes on while they work, blocking only when
-it needs a result that is not ready.
+between them, so threads would not run them in parallel; processes do. Each task is a
+module-level function of :mod:`.bulk`, a pure function of its arguments, so every result
+(and the round built from them) is the same bytes whatever the number of workers, and
+the simulation goes on while they work, blocking only when it needs a result that is
+not ready.
 
-The workers are the engine's (:mod:`privsim.sim.workers`: fresh interpreters fed pickled
-tasks, ignoring Ctrl-C, dying with their parent), started with only this package's bulk
-modules loaded. Their number is ``PRIVSIM_ROUND_PROCESSES``
+The workers are the engine's (loky's, ignoring Ctrl-C and dying with the run, or the
+executor given to :func:`privsim.sim.workers.use`); they import :mod:`.bulk` without
+this package's ``__init__`` and the protocol machinery it loads
+(:func:`privsim.sim.workers.alone`). Their number is ``PRIVSIM_ROUND_PROCESSES``
 (:func:`privsim.sim.workers.workers`; 1 keeps everything in the round's process, as a
 sweep's workers do).
 """
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 from concurrent.futures import Future
-from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol
 
-from privsim.protocols.secagg.worker import TASKS
-from privsim.sim import workers as workers_module
+from privsim.protocols.secagg import bulk
+from privsim.sim import workers as engine
 from privsim.sim.workers import workers
 
-__all__ = ["Executor", "Inline", "Processes", "executor", "workers"]
+__all__ = ["TASKS", "Executor", "Inline", "Processes", "executor", "workers"]
 
-# A worker loads the package's modules it runs (:mod:`.worker`, :mod:`.bulk`,
-# :mod:`.crypto`, :mod:`.maths`: NumPy and ``cryptography``), not the package's
-# ``__init__`` and the whole protocol and scenario machinery it imports: it starts in a
-# fraction of the time and memory.
-_BOOT = (
-    "import sys, types\n"
-    "package = types.ModuleType('privsim.protocols.secagg')\n"
-    "package.__path__ = [{folder!r}]\n"
-    "sys.modules['privsim.protocols.secagg'] = package\n"
-    "from privsim.protocols.secagg.worker import main\n"
-    "main()\n"
-)
+#: The bulk functions, by the names a task may give.
+TASKS: dict[str, Callable[..., Any]] = {
+    name: engine.alone(getattr(bulk, name))
+    for name in ("public_keys", "agreements", "mask_sums", "seal_shares")
+}
 
 
 class Executor(Protocol):
-    """Runs named :data:`TASKS` and gives their results as futures."""
+    """Runs bulk functions (named in :data:`TASKS`, or given) and gives their results
+    as futures."""
 
     size: int
 
-    def submit(self, task: str, *args: Any) -> Future[Any]: ...
+    def submit(self, task: str | Callable[..., Any], *args: Any) -> Future[Any]: ...
 
     def close(self, *, abort: bool = False) -> None: ...
 
 
-class Inline:
-    """Runs each task at once in this process (one worker)."""
+class _Bulk:
+    """An engine pool (:class:`privsim.sim.workers.Executor`) taking tasks by name."""
 
-    size = 1
+    def __init__(self, pool: engine.Executor) -> None:
+        self._pool = pool
+        self.size = pool.size
 
-    def submit(self, task: str, *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        try:
-            future.set_result(TASKS[task](*args))
-        except Exception as exc:
-            future.set_exception(exc)
-        return future
+    def submit(self, task: str | Callable[..., Any], *args: Any) -> Future[Any]:
+        return self._pool.submit(TASKS[task] if isinstance(task, str) else task, *args)
 
     def close(self, *, abort: bool = False) -> None:
-        return None
+        self._pool.close(abort=abort)
 
 
-class Processes(workers_module.Processes):
-    """The engine's worker processes (:class:`privsim.sim.workers.Processes`), each
-    started with only this package's bulk modules and answering named :data:`TASKS`."""
+class Inline(_Bulk):
+    """Runs each task at once in this process (one worker)."""
+
+    def __init__(self) -> None:
+        super().__init__(engine.Inline())
+
+
+class Processes(_Bulk):
+    """``size`` of the engine's worker processes (even one)."""
 
     def __init__(self, size: int) -> None:
-        folder = str(Path(__file__).resolve().parent)
-        super().__init__(size, command=(sys.executable, "-c", _BOOT.format(folder=folder)))
+        self._local = engine.Pool.local(size)
+        super().__init__(self._local)
+
+    @property
+    def _workers(self) -> list[SimpleNamespace]:
+        """The worker processes (their ``pid``), started now if need be."""
+        return [SimpleNamespace(pid=pid) for pid in self._local.pids()]
 
 
 def executor(processes: int) -> Executor:
-    """:class:`Processes` for more than one worker, else :class:`Inline`."""
-    return Processes(processes) if processes > 1 else Inline()
+    """The engine's pool of ``processes`` workers (:func:`privsim.sim.workers.executor`)
+    taking tasks by name."""
+    return _Bulk(engine.executor(processes))

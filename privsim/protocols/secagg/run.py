@@ -208,7 +208,7 @@ def share_book(
     if graph.complete:
         holders = np.broadcast_to(np.arange(n, dtype=np.int64), (n, n))
     else:
-        holders = np.sort(np.concatenate([graph.matrix, np.arange(n)[:, None]], axis=1), axis=1)
+        holders = graph.holder_matrix()
     return ShareBook(words, holders, threshold, coefficients)
 
 
@@ -266,8 +266,7 @@ def _charged(
     trusting the server short of ``t`` share holders of a client's."""
     p = scenario.privacy
     ledger = PrivacyLedger(p.epsilon, p.delta, on_overspend=p.on_overspend)
-    n = len(clients)
-    holders = () if graph.complete else tuple(tuple(graph.holders(i).tolist()) for i in range(n))
+    holders = () if graph.complete else tuple(map(tuple, graph.holder_matrix().tolist()))
     trust = ServerThreshold.of(SERVER, clients, params.threshold, holders)
     _charge(ledger, noise, trust, clients)
     return ledger

@@ -62,9 +62,66 @@ def _power(base: U64, exponent: int) -> U64:
     return result
 
 
-def interpolate_at_zero(xs: I64, ys: U64) -> U64:
-    """f(0) for many polynomials at once: ``xs`` (m, t) distinct abscissas per row,
-    ``ys`` (m, t, w) the shares; returns (m, w)."""
+#: Abscissas up to this bound take their inverses from a table (:func:`_inverses`);
+#: larger ones (never a client index + 1 in a simulated round) are inverted by Fermat.
+TABLE_LIMIT = 1 << 20
+_inverse_table: list[U64] = [np.ones(1, dtype=np.uint64)]
+_inverse_lock = threading.Lock()
+
+
+def _inverses(limit: int) -> U64:
+    """The signed table: entry ``L + d`` is 1/d mod p for d = −L … L (1 at d = 0), with
+    L ≥ ``limit``; a pure function of p, grown as needed and kept (1/a by the recurrence
+    1/a = −⌊p/a⌋ · 1/(p mod a), 1/(−a) = p − 1/a)."""
+    table = _inverse_table[0]
+    if table.size > 2 * limit:
+        return table
+    with _inverse_lock:
+        table = _inverse_table[0]
+        if table.size <= 2 * limit:
+            size = max(limit, table.size, 512)  # at least doubles: L grows geometrically
+            p = shamir.PRIME
+            inv = [1, 1]  # inv[0] stands for d = 0
+            for a in range(2, size + 1):
+                inv.append((p - (p // a) * inv[p % a] % p) % p)
+            pos = np.array(inv, dtype=np.uint64)
+            neg = np.where(pos[:0:-1] == 0, pos[:0:-1], np.uint64(shamir.PRIME) - pos[:0:-1])
+            table = np.concatenate([neg, pos])
+            _inverse_table[0] = table
+    return table
+
+
+def lagrange_at_zero(xs: I64) -> U64:
+    """λ_j = Π_{l ≠ j} x_l / (x_l − x_j) (mod p) for each row of ``xs`` (m, t) of
+    distinct abscissas in [1, p): (Π_l x_l) · 1/x_j · Π_{l ≠ j} 1/(x_l − x_j), the
+    inverses of the small differences from a table (the same residues as by Fermat)."""
+    x = np.asarray(xs, dtype=np.int64)
+    t = x.shape[1]
+    top = int(x.max()) if x.size else 0
+    if top >= TABLE_LIMIT or (x.size and int(x.min()) < 1) or _repeats(x):
+        return _lagrange_by_fermat(x)  # (the same residues, where the table has none)
+    table = _inverses(top)
+    half = table.size // 2  # entry half + d is 1/d
+    product = x.astype(np.uint64)  # Π_l x_l, multiplied pairwise
+    while product.shape[1] > 1:
+        if product.shape[1] % 2:
+            product = np.concatenate([product, np.ones_like(product[:, :1])], axis=1)
+        product = shamir.mul(product[:, 0::2], product[:, 1::2])
+    lam = shamir.mul(table[half + x], product)  # Π_{l ≠ j} x_l = Π_l x_l / x_j
+    for col in range(t):  # × 1/(x_l − x_j) for every l (the table gives 1 at l = j)
+        lam = shamir.mul(lam, table[half + x[:, col : col + 1] - x])
+    return lam
+
+
+def _repeats(x: I64) -> bool:
+    """Whether some row of ``x`` repeats an abscissa."""
+    if x.shape[1] < 2 or not x.size:
+        return False
+    ordered = np.sort(x, axis=1)
+    return bool((ordered[:, 1:] == ordered[:, :-1]).any())
+
+
+def _lagrange_by_fermat(xs: I64) -> U64:
     x = np.asarray(xs, dtype=np.uint64)
     m, t = x.shape
     num = np.ones((m, t), dtype=np.uint64)
@@ -74,12 +131,133 @@ def interpolate_at_zero(xs: I64, ys: U64) -> U64:
         same = np.arange(t) == col
         num = shamir.mul(num, np.where(same, np.uint64(1), xl))
         den = shamir.mul(den, np.where(same, np.uint64(1), shamir.sub(xl, x)))
-    lam = shamir.mul(num, _power(den, shamir.PRIME - 2))
+    return shamir.mul(num, _power(den, shamir.PRIME - 2))
+
+
+#: Interpolations of at most this many (rows × t × t) run on Python integers: below it
+#: the array calls' overhead dominates (a small round's few reconstructions).
+SMALL_INTERPOLATION = 512
+
+
+def interpolate_at_zero(xs: I64, ys: U64) -> U64:
+    """f(0) for many polynomials at once: ``xs`` (m, t) distinct abscissas per row,
+    ``ys`` (m, t, w) the shares; returns (m, w)."""
+    small = _interpolate_small(xs, ys)
+    if small is not None:
+        return small
+    lam = lagrange_at_zero(xs)
     terms = shamir.mul(lam[:, :, None], np.asarray(ys, dtype=np.uint64))
-    total = np.zeros((m, terms.shape[2]), dtype=np.uint64)
-    for col in range(t):
+    total = np.zeros((lam.shape[0], terms.shape[2]), dtype=np.uint64)
+    for col in range(lam.shape[1]):
         total = shamir.add(total, terms[:, col])
     return total
+
+
+def _interpolate_small(xs: I64, ys: U64) -> U64 | None:
+    """:func:`interpolate_at_zero` exactly, on Python integers, for a few small rows of
+    table-sized abscissas and residue shares (None otherwise: the array path)."""
+    x = np.asarray(xs)
+    y = np.asarray(ys)
+    if x.ndim != 2 or y.ndim != 3 or x.shape != y.shape[:2] or not x.size:
+        return None
+    m, t = x.shape
+    if m * t * t > SMALL_INTERPOLATION or x.dtype.kind not in "iu" or y.dtype.kind != "u":
+        return None
+    top, low = int(x.max()), int(x.min())
+    if top >= TABLE_LIMIT or low < 1 or int(y.max()) >= shamir.PRIME:
+        return None
+    p = shamir.PRIME
+    table = _inverse_list(top)
+    half = len(table) // 2
+    out = []
+    known: dict[tuple[int, ...], list[int]] = {}  # λ of each set of abscissas met
+    for row, shares in zip(x.tolist(), y.tolist(), strict=True):
+        key = tuple(row)
+        lams = known.get(key)
+        if lams is None:
+            if len(set(key)) < t:
+                return None  # a repeated abscissa: the array path's residues
+            product = 1
+            for v in row:
+                product = product * v % p
+            lams = []
+            for xj in row:
+                lam = product * table[half + xj] % p
+                for xl in row:
+                    lam = lam * table[half + xl - xj] % p  # 1 at l = j
+                lams.append(lam)
+            known[key] = lams
+        secret = [0] * y.shape[2]
+        for lam, share in zip(lams, shares, strict=True):
+            secret = [(acc + lam * s) % p for acc, s in zip(secret, share, strict=True)]
+        out.append(secret)
+    return np.array(out, dtype=np.uint64).reshape(m, y.shape[2])
+
+
+_inverse_lists: list[list[int]] = [[1]]
+
+
+def _inverse_list(limit: int) -> list[int]:
+    """:func:`_inverses` as a list of Python integers."""
+    table = _inverse_lists[0]
+    if len(table) <= 2 * limit:
+        table = _inverses(limit).tolist()
+        _inverse_lists[0] = table
+    return table
+
+
+_P = np.uint64(shamir.PRIME)
+_SMALL = 1 << 31  # abscissas below it: x·a splits into two products under 2^61
+_LOW30 = np.uint64((1 << 30) - 1)
+_LOW31 = np.uint64((1 << 31) - 1)
+#: Elements per block of the in-place Horner pass: the block and its scratch stay in
+#: cache (whole-array temporaries of 10^5 words cost several times more per element).
+HORNER_BLOCK = 1 << 16
+
+
+def _horner_small(x: U64, coeffs: U64, secrets: U64) -> U64:
+    """Every client's shares f_u(x) = s_u + Σ_k a_{u,k} x^k (mod p) by Horner's rule, in
+    place over blocks of clients: the residues of the array path (``shamir.mul`` and
+    ``shamir.add``), for abscissas x < 2^31 and residues a, s < p.
+
+    ``x`` (n, h, 1), ``coeffs`` (n, t − 1, w), ``secrets`` (n, w); returns (n, h, w).
+    With a = a₁2³¹ + a₀: a·x = a₁x·2³¹ + a₀x, and with c = a₁x = c₁2³⁰ + c₀ (below
+    2⁶¹), c·2³¹ ≡ c₁ + c₀2³¹ (2⁶¹ ≡ 1); every term fits in 64 bits, then two folds and
+    a conditional subtraction give the residue; adding a residue is one subtraction."""
+    n, h = x.shape[0], x.shape[1]
+    w = secrets.shape[1]
+    out = np.empty((n, h, w), dtype=np.uint64)
+    rows = max(1, HORNER_BLOCK // max(1, h * w))
+    shape = (min(rows, n), h, w)
+    a0, a1, tmp = (np.empty(shape, dtype=np.uint64) for _ in range(3))
+    flag = np.empty(shape, dtype=bool)
+    for lo in range(0, n, rows):
+        m = min(rows, n - lo)
+        acc, b0, b1, t0 = out[lo : lo + m], a0[:m], a1[:m], tmp[:m]
+        ge = flag[:m]
+        xs = x[lo : lo + m]
+        acc.fill(0)
+        for k in range(coeffs.shape[1] - 1, -2, -1):  # a_{t−1}, …, a_1, then s
+            add = coeffs[lo : lo + m, None, k, :] if k >= 0 else secrets[lo : lo + m, None, :]
+            np.bitwise_and(acc, _LOW31, out=b0)
+            np.right_shift(acc, np.uint64(31), out=b1)
+            np.multiply(b1, xs, out=b1)  # c = a₁x < 2^61
+            np.right_shift(b1, np.uint64(30), out=t0)  # c₁
+            np.bitwise_and(b1, _LOW30, out=b1)
+            np.left_shift(b1, np.uint64(31), out=b1)  # c₀·2^31
+            np.multiply(b0, xs, out=acc)  # a₀x < 2^62
+            acc += t0
+            acc += b1  # < 2^63
+            for _ in range(2):  # fold 2^61 ≡ 1 twice
+                np.right_shift(acc, np.uint64(61), out=t0)
+                acc &= _P
+                acc += t0
+            np.greater_equal(acc, _P, out=ge)
+            np.subtract(acc, _P, out=acc, where=ge)
+            acc += add  # < 2p
+            np.greater_equal(acc, _P, out=ge)
+            np.subtract(acc, _P, out=acc, where=ge)
+    return out
 
 
 class ShareBook:
@@ -105,6 +283,8 @@ class ShareBook:
         words = self._stream.words(np.arange(n), 0, max(t - 1, 0) * w)
         coeffs = shamir.residues_from_words(words).reshape(n, max(t - 1, 0), w)
         x = (self._holders + 1).astype(np.uint64)[:, :, None]
+        if n and int(x.max()) < _SMALL and int(self._secrets.max()) < shamir.PRIME:
+            return _horner_small(x, coeffs, self._secrets)
         acc = np.zeros((n, x.shape[1], w), dtype=np.uint64)
         for k in range(t - 2, -1, -1):  # Horner: (…(a_{t−1} x + a_{t−2}) x + …) x + s
             acc = shamir.add(shamir.mul(acc, x), coeffs[:, None, k, :])

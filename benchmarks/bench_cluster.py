@@ -1,0 +1,134 @@
+"""One DCA round sharded over a Dask LocalCluster: time, and peak memory per worker.
+
+    python benchmarks/bench_cluster.py                      # N = 10^7, d = 10, 2 workers
+    python benchmarks/bench_cluster.py --clients 1000000 --compare-local
+
+The round (M = 10 compute nodes, the Table 1 scenario of benchmarks/bench_table1.py, with
+``network.encryption = "sized"``: every message is charged AES-GCM's wire size, nothing
+is sealed) runs inside :func:`privsim.cluster.on_cluster`: its shards — share
+generation, noise and each shard's partial node sums — go to the cluster's workers as
+``workers × SLICES_PER_WORKER`` tasks; the bus, the trace and the ledger stay in this
+process. The cluster is a LocalCluster of single-threaded worker processes, each with
+Dask's memory limit ``--memory-limit`` (a worker past it is restarted, and the round
+would fail).
+
+Figures: the round's wall time; this process's peak resident memory (O(N): the
+population's names, its per-message arrays); each worker's peak resident memory (its
+``VmHWM``) and CPU seconds over the round, against its idle baseline. The prediction at W
+workers: a worker's time ≈ (CPU seconds of all workers) / W, its memory ≈ baseline +
+one shard's chunk buffers (bounded by CHUNK_BYTES, whatever N) + 8 bytes of index per
+client of its shard (N / (W · SLICES_PER_WORKER) clients per task); the round's wall
+time ≈ this process's own work (linear in N) + the workers' time.
+
+``--compare-local`` runs the same round in this process too and checks that the released
+values are the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+M = 10
+
+
+def _worker_stats() -> tuple[int, float]:
+    """A worker's peak resident bytes (VmHWM) and CPU seconds so far."""
+    peak = 0
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                peak = int(line.split()[1]) * 1024
+    return peak, time.process_time()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=10**7)
+    parser.add_argument("--dimension", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--memory-limit", default="2GiB", help="Dask's limit per worker")
+    parser.add_argument("--encryption", default="sized", choices=("sized", "none"))
+    parser.add_argument("--compare-local", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("PRIVSIM_MAX_MEMORY", "64GiB")  # this process's O(N) state
+
+    from distributed import LocalCluster
+
+    from benchmarks.bench_table1 import scenario
+    from privsim.cluster import on_cluster
+    from privsim.kit.securesum import pool
+    from privsim.protocols.dca.run import simulate
+
+    n, d = args.clients, args.dimension
+    sc = scenario(n, d, args.encryption)
+    simulate(scenario(20, 4, args.encryption))  # warm-up: lazy imports
+    with (
+        LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=args.memory_limit,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        on_cluster(cluster.scheduler_address) as on,
+    ):
+        client = on.client
+        idle = client.run(_worker_stats)
+        start = time.perf_counter()
+        sim = simulate(sc)
+        wall = time.perf_counter() - start
+        after = client.run(_worker_stats)
+    own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tasks = args.workers * pool.SLICES_PER_WORKER
+    print(
+        f"DCA round on a LocalCluster: N = {n:,}, d = {d}, M = {M}, encryption {args.encryption}, "
+        f"{args.workers} workers (memory limit {args.memory_limit} each), {tasks} shard tasks "
+        f"of {n // tasks:,} clients"
+    )
+    print(f"released: {sim.outcome.ok}; {len(sim.world.trace):,} messages on the bus")
+    print(f"round wall time {wall:.1f} s; this process's peak {own_peak / 2**30:.2f} GiB")
+    print(f"{'worker':<28}{'idle MiB':>10}{'peak MiB':>10}{'+MiB':>8}{'CPU s':>8}")
+    cpu_total = 0.0
+    for address in sorted(after):
+        peak0, cpu0 = idle[address]
+        peak1, cpu1 = after[address]
+        cpu_total += cpu1 - cpu0
+        print(
+            f"{address:<28}{peak0 / 2**20:>10.0f}{peak1 / 2**20:>10.0f}"
+            f"{(peak1 - peak0) / 2**20:>8.0f}{cpu1 - cpu0:>8.1f}"
+        )
+    print(
+        f"workers' CPU {cpu_total:.1f} s in all: at W workers a worker's share is "
+        f"{cpu_total:.1f} / W s (at 100: {cpu_total / 100:.2f} s); its memory beyond the idle "
+        f"interpreter is the chunk buffers (CHUNK_BYTES = {pool_chunk() >> 20} MiB of shares) "
+        f"+ 8 B x N / (W x {pool.SLICES_PER_WORKER}) of shard index "
+        f"(at 100 workers: {8 * n / (100 * pool.SLICES_PER_WORKER) / 2**20:.2f} MiB)"
+    )
+    if args.compare_local:
+        os.environ[pool.ENV] = "1"
+        start = time.perf_counter()
+        local = simulate(sc)
+        local_wall = time.perf_counter() - start
+        same = local.outcome.released.tobytes() == sim.outcome.released.tobytes()
+        print(f"local round (one process) {local_wall:.1f} s; released bytes identical: {same}")
+
+
+def pool_chunk() -> int:
+    from privsim.kit.securesum.job import CHUNK_BYTES
+
+    return CHUNK_BYTES
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""One run sharded over a Dask cluster (:mod:`privsim.cluster`): the round's shards run on
+the cluster's workers, and the result is the same bytes as the run in one process, for
+every share mode, with and without encryption and with dropouts; ``privsim run
+--scheduler`` does the same from the command line, and its TLS options are checked as a
+sweep's are."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from privsim.api import run
+from privsim.cluster import on_cluster
+from privsim.kit.result import without_timing
+from privsim.kit.securesum import pool
+from privsim.protocols.dca.run import simulate
+from privsim.studies.executors import SchedulerError
+from tests.conftest import make_scenario
+from tests.kit.test_share_pool import _fingerprint
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster_address():
+    """A LocalCluster of two single-threaded worker processes, shared by the module."""
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+def _executed(client) -> int:
+    """Tasks the cluster's workers have run so far."""
+    return sum(client.run(lambda dask_worker: dask_worker.state.executed_count).values())
+
+
+def _scenario(shares: str, encryption: str):
+    dca = {"delivery": "batched", "shares": shares, "tolerated": 30}
+    if shares == "shamir":
+        dca["threshold"] = 2
+    return make_scenario(
+        population={"clients": 120, "compute_nodes": 3},
+        data={"dimension": 40},
+        dca=dca,
+        network={"encryption": encryption},
+        faults={"absent": 0.1},
+    )
+
+
+@pytest.mark.parametrize("encryption", ["none", "aes-gcm"])
+@pytest.mark.parametrize("shares", ["full", "seeded", "shamir"])
+def test_a_round_on_the_cluster_releases_the_same_bytes(
+    shares, encryption, cluster_address, monkeypatch
+):
+    scenario = _scenario(shares, encryption)
+    monkeypatch.setenv(pool.ENV, "1")
+    alone = _fingerprint(simulate(scenario, seed=5))
+    monkeypatch.setattr(pool, "MIN_SECONDS", 0.0)  # a small round goes to the workers too
+    with on_cluster(cluster_address) as cluster:
+        assert cluster.workers == 2
+        before = _executed(cluster.client)
+        sharded = simulate(scenario, seed=5)
+        ran = _executed(cluster.client) - before
+    assert sharded.outcome.ok
+    # Every shard is one task: two workers, SLICES_PER_WORKER shards each.
+    assert ran == 2 * pool.SLICES_PER_WORKER
+    assert _fingerprint(sharded) == alone
+
+
+def test_the_api_runs_on_a_cluster_with_the_same_result(cluster_address, monkeypatch):
+    scenario = _scenario("full", "none")
+    local = without_timing(run(scenario, 3).to_dict())
+    monkeypatch.setattr(pool, "MIN_SECONDS", 0.0)
+    remote = without_timing(run(scenario, 3, scheduler=cluster_address).to_dict())
+    assert json.dumps(remote, sort_keys=True) == json.dumps(local, sort_keys=True)
+
+
+def test_an_unreachable_scheduler_is_a_named_error():
+    with pytest.raises(SchedulerError, match="cannot reach the Dask scheduler"):
+        with on_cluster("tcp://127.0.0.1:9"):
+            pass
+
+
+def test_the_cli_runs_on_a_cluster(cluster_address, tmp_path, capsys):
+    from privsim.cli import main
+
+    code = main(["run", "quickstart", "--scheduler", cluster_address, "--out", str(tmp_path)])
+    assert code == 0
+    [written] = list(tmp_path.glob("*.json"))
+    local = tmp_path / "local"
+    assert main(["run", "quickstart", "--out", str(local)]) == 0
+    [again] = list(local.glob("*.json"))
+    on_cluster_result = without_timing(json.loads(written.read_text()))
+    assert on_cluster_result == without_timing(json.loads(again.read_text()))
+    assert "Result file" in capsys.readouterr().out
+
+
+def test_the_cli_refuses_tls_files_without_a_tls_scheduler(tmp_path, capsys):
+    from privsim.cli import main
+
+    pem = tmp_path / "x.pem"
+    pem.write_text("-")
+    code = main(
+        [
+            "run",
+            "quickstart",
+            "--scheduler",
+            "tcp://127.0.0.1:9",
+            "--tls-ca-file",
+            str(pem),
+            "--tls-cert",
+            str(pem),
+            "--tls-key",
+            str(pem),
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert code == 2
+    assert "tls://" in capsys.readouterr().err
+
+
+def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(cluster_address, monkeypatch):
+    from privsim.protocols.secagg import run as secagg_run
+
+    scenario = make_scenario(
+        protocol="secagg_plus",
+        population={"clients": 60},
+        secagg={"dimension": 8, "target_dropout": 0.1, "target_corruption": 0.05},
+        network={"encryption": "none"},
+        faults={"absent": 0.05},
+    )
+    monkeypatch.setenv(pool.ENV, "1")
+    alone = secagg_run.simulate(scenario, seed=2)
+    monkeypatch.setattr(secagg_run, "MIN_AGREEMENTS_FOR_PROCESSES", 0)
+    with on_cluster(cluster_address) as cluster:
+        before = _executed(cluster.client)
+        sharded = secagg_run.simulate(scenario, seed=2)
+        ran = _executed(cluster.client) - before
+    assert ran > 0  # key agreements, sealed shares and masks ran on the workers
+    assert sharded.outcome.released is not None
+    assert sharded.outcome.released.tobytes() == alone.outcome.released.tobytes()
