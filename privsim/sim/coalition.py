@@ -44,7 +44,7 @@ def resolve_coalition(
         known = {p for parties in parties_by_role.values() for p in parties}
     members: set[str] = set()
     if isinstance(spec.clients, int):
-        clients = list(parties_by_role.get(spec.client_role, ()))
+        clients = parties_by_role.get(spec.client_role, ())
         if spec.clients > len(clients):
             raise ValueError(
                 f"coalition asks for {spec.clients} colluding clients but there are {len(clients)}"

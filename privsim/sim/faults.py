@@ -85,7 +85,7 @@ def draw_faults(
     slowdown: dict[str, float] = {}
     lo, hi = spec.crash_window
     for role in spec.roles:
-        parties = list(parties_by_role.get(role, ()))
+        parties = parties_by_role.get(role, ())
         n = len(parties)
         if n == 0:
             continue

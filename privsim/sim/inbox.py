@@ -119,7 +119,10 @@ class Inbox:
             when = np.zeros(0)
         # The candidates are in (entry, position) order, so a stable sort by time alone
         # orders them by (time, entry, position).
-        order = np.argsort(when, kind="stable")
+        if when.size < 2 or bool(np.all(when[1:] >= when[:-1])):
+            order = np.arange(when.size)  # already in time order (e.g. equal arrivals)
+        else:
+            order = np.argsort(when, kind="stable")
         if count > 0:
             order = order[:count]
         senders = np.empty(order.size, dtype=np.int64)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from privsim.sim.party_index import PartyIndex
+
 __all__ = ["MessageRecord", "Status", "Trace", "TraceArrays"]
 
 
@@ -86,8 +88,7 @@ class Trace:
     """Append-only log of messages; parties are registered with their role."""
 
     def __init__(self) -> None:
-        self._party_index: dict[str, int] = {}
-        self._parties: list[str] = []
+        self._party_index = PartyIndex()
         self._roles: list[str] = []
         self._role_runs: list[tuple[int, int, str]] = []  # positions [lo, hi) of one role
         self._kind_index: dict[str, int] = {}
@@ -117,15 +118,7 @@ class Trace:
     def register_parties(self, parties: Sequence[str], role: str) -> int:
         """Register ``parties`` of ``role``; returns the first one's position. Raises
         ValueError (registering none) if one is registered already or repeats."""
-        first = len(self._parties)
-        if not self._party_index.keys().isdisjoint(parties):
-            raise ValueError("a party is registered twice")
-        self._party_index.update(zip(parties, range(first, first + len(parties)), strict=True))
-        if len(self._party_index) != first + len(parties):
-            for p in parties:
-                self._party_index.pop(p, None)
-            raise ValueError("a party is registered twice")
-        self._parties.extend(parties)
+        first = self._party_index.add(parties)
         self._roles.extend([role] * len(parties))
         self._role_runs.append((first, first + len(parties), role))
         return first
@@ -273,7 +266,7 @@ class Trace:
         joined = {k: np.concatenate(v)[order] for k, v in cols.items()}
         return TraceArrays(
             **joined,
-            parties=tuple(self._parties),
+            parties=tuple(self._party_index),
             roles=tuple(self._roles),
             kinds=tuple(self._kinds),
         )

@@ -13,11 +13,11 @@ so every party must be added before :meth:`World.run`.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
 import numpy as np
+import numpy.typing as npt
 import simpy
 
 from privsim.sim.agent import Agent, Behaviour
@@ -26,6 +26,7 @@ from privsim.sim.bus import MessageBus
 from privsim.sim.channels import SecureChannels
 from privsim.sim.coalition import CoalitionSpec, CoalitionView, ViewedMessage, resolve_coalition
 from privsim.sim.faults import FaultPlan, FaultSpec, draw_faults
+from privsim.sim.names import PartyNames
 from privsim.sim.network import LinkSpec, NetworkModel
 from privsim.sim.streams import Streams
 from privsim.sim.trace import Trace
@@ -63,7 +64,7 @@ class World:
         )
         #: Parties by id; an agent object is made when first looked up (:mod:`.agent_table`).
         self.agents = AgentTable(self, self.trace.party_index)
-        self.parties_by_role: dict[str, list[str]] = defaultdict(list)
+        self.parties_by_role: dict[str, Sequence[str]] = {}
         self.faults = FaultPlan()
         self.coalition: frozenset[str] = frozenset()
         self.viewed: list[ViewedMessage] = []
@@ -85,9 +86,9 @@ class World:
         returned sequence makes each as it is read."""
         if self._launched:
             raise RuntimeError("parties must be added before the world runs")
-        if not isinstance(party_ids, (list, tuple)):  # one string per name, shared below
+        if not isinstance(party_ids, (list, tuple, PartyNames)):  # one string per name
             party_ids = list(party_ids)
-        first = len(self.parties_by_role[role])
+        first = len(self.parties_by_role.get(role, ()))
         try:
             position = self.trace.register_parties(party_ids, role)
         except ValueError:
@@ -96,7 +97,13 @@ class World:
                 f"parties already exist or repeat: {clash[:5] or 'repeated ids'}"
             ) from None
         self.agents.add(role, position, first)
-        self.parties_by_role[role].extend(party_ids)
+        known = self.parties_by_role.get(role)
+        if not known and isinstance(party_ids, PartyNames):
+            self.parties_by_role[role] = party_ids  # the pattern, not a string per party
+        elif isinstance(known, list):
+            known.extend(party_ids)
+        else:
+            self.parties_by_role[role] = [*(known or ()), *party_ids]
         if self.bus.encrypt:
             indices = range(first, first + len(party_ids))
             keys = self.streams.keystream("keys", role).words(indices, 0, 4)
@@ -145,7 +152,7 @@ class World:
             raise ValueError(f"group {name!r} already has a behaviour")
         self._groups[name] = behaviour
 
-    def running(self, role: str) -> list[int]:
+    def running(self, role: str) -> npt.NDArray[np.int64]:
         """Role indices of the parties of ``role`` that started (not absent)."""
         absent = [
             agent.role_index
@@ -154,7 +161,7 @@ class World:
         ]
         running = np.ones(len(self.parties_by_role.get(role, ())), dtype=bool)
         running[absent] = False
-        return np.flatnonzero(running).tolist()
+        return np.flatnonzero(running).astype(np.int64, copy=False)
 
     def _lifecycle(self, agent: Agent, behaviour: Behaviour) -> Behaviour:
         try:

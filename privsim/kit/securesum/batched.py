@@ -156,7 +156,7 @@ class ShareRound:
             seeded=job.share_mode == "seeded",
             sealed=channel is not None,
         )
-        if pool.use_processes(seconds):
+        if pool.use_processes(seconds, pool.serial_seconds(clients.size, job.dimension)):
             pooled = pool.node_sums(job, clients, channel)
             if pooled is not None:
                 return pooled
@@ -207,9 +207,10 @@ def client_population(
     sizes = share_sizes(plan)
     kinds = share_kinds(plan)
     members = [world.agents[p] for p in world.coalition]
-    sending = set(running.tolist())
+    sending = np.zeros(len(plan.clients), dtype=bool)
+    sending[running] = True
     colluding = sorted(
-        a.role_index for a in members if a.role == "client" and a.role_index in sending
+        a.role_index for a in members if a.role == "client" and bool(sending[a.role_index])
     )
     if colluding:  # the coalition's own clients: their state and messages are in its view
         mine = inputs.messages(colluding)

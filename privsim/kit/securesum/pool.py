@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from privsim.sim.keystream import BOX_MULLER_MAX
 from privsim.sim.workers import ENV, WorkerUsage, map_unordered, workers
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ __all__ = [
     "WorkerUsage",
     "node_sums",
     "round_seconds",
+    "serial_seconds",
     "use_processes",
     "workers",
 ]
@@ -76,9 +78,28 @@ def round_seconds(clients: int, nodes: int, dimension: int, *, seeded: bool, sea
     return seconds
 
 
-def use_processes(seconds: float) -> bool:
-    """Whether a round of about ``seconds`` of one core's work goes to worker processes."""
-    return seconds >= MIN_SECONDS and workers() > 1
+#: Gaussian noise longer than Box–Muller's vectors is drawn by a ziggurat per client, a
+#: Python step that holds the GIL (measured: 4.2 µs per client at d = 100, 24 µs at
+#: d = 10³): threads cannot share it, processes can. From this many seconds of it a
+#: round goes to worker processes whatever its total (N = 10⁵, d = 10²: 1.4 s on two
+#: threads, 1.0 s on two processes, their start included).
+SECONDS_PER_SERIAL_PARTY = 4e-6
+SECONDS_PER_SERIAL_COORDINATE = 2e-8
+MIN_SERIAL_SECONDS = 0.3
+
+
+def serial_seconds(clients: int, dimension: int) -> float:
+    """Estimated seconds of a share round's work that holds the GIL (the ziggurat noise
+    of vectors longer than :data:`~privsim.sim.keystream.BOX_MULLER_MAX`)."""
+    if dimension <= BOX_MULLER_MAX:
+        return 0.0
+    return clients * (SECONDS_PER_SERIAL_PARTY + dimension * SECONDS_PER_SERIAL_COORDINATE)
+
+
+def use_processes(seconds: float, serial: float = 0.0) -> bool:
+    """Whether a round of about ``seconds`` of one core's work, ``serial`` of them
+    holding the GIL, goes to worker processes."""
+    return (seconds >= MIN_SECONDS or serial >= MIN_SERIAL_SECONDS) and workers() > 1
 
 
 def node_sums(
