@@ -16,9 +16,9 @@ Figures: the round's wall time; this process's peak resident memory (O(N): the
 population's names, its per-message arrays); each worker's peak resident memory (its
 ``VmHWM``) and CPU seconds over the round, against its idle baseline. The prediction at W
 workers: a worker's time ≈ (CPU seconds of all workers) / W, its memory ≈ baseline +
-one shard's chunk buffers (bounded by CHUNK_BYTES, whatever N) + 8 bytes of index per
-client of its shard (N / (W · SLICES_PER_WORKER) clients per task); the round's wall
-time ≈ this process's own work (linear in N) + the workers' time.
+one chunk's buffers (bounded by CHUNK_BYTES, whatever N) + a bit per client of its
+shard's span (N / (W · SLICES_PER_WORKER) clients per task); the round's wall time ≈
+this process's own work (linear in N) + the workers' time.
 
 ``--compare-local`` runs the same round in this process too and checks that the released
 values are the same bytes.
@@ -111,9 +111,9 @@ def main() -> None:
     print(
         f"workers' CPU {cpu_total:.1f} s in all: at W workers a worker's share is "
         f"{cpu_total:.1f} / W s (at 100: {cpu_total / 100:.2f} s); its memory beyond the idle "
-        f"interpreter is the chunk buffers (CHUNK_BYTES = {pool_chunk() >> 20} MiB of shares) "
-        f"+ 8 B x N / (W x {pool.SLICES_PER_WORKER}) of shard index "
-        f"(at 100 workers: {8 * n / (100 * pool.SLICES_PER_WORKER) / 2**20:.2f} MiB)"
+        f"interpreter is one chunk's working set (CHUNK_BYTES = {pool_chunk() >> 20} MiB of "
+        f"shares) + 1 bit per client of its shard's span, N / (W x {pool.SLICES_PER_WORKER}) "
+        f"clients (at 100 workers: {n / (100 * pool.SLICES_PER_WORKER) / 8 / 2**10:.1f} KiB)"
     )
     if args.compare_local:
         os.environ[pool.ENV] = "1"
