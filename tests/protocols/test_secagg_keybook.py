@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ from privsim.protocols.secagg.maths import pack_records
 from privsim.protocols.secagg.pool import Inline, Processes
 from privsim.protocols.secagg.run import share_book
 from privsim.sim.keystream import KeyStream
+from tests.processes import alive
 
 N, K, D = 40, 8, 33
 
@@ -165,12 +165,6 @@ def test_a_failing_task_reaches_its_reader():
         pool.close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -186,12 +180,12 @@ def test_workers_end_when_their_parent_is_killed():
     try:
         assert parent.stdout is not None
         workers = json.loads(parent.stdout.readline())
-        assert len(workers) == 2 and all(_alive(w) for w in workers)
+        assert len(workers) == 2 and all(alive(w) for w in workers)
         time.sleep(1.0)  # let them reach die_with_parent
         parent.send_signal(signal.SIGKILL)  # no chance to stop its workers itself
         parent.wait()
         deadline = time.monotonic() + 30
-        while any(_alive(w) for w in workers):
+        while any(alive(w) for w in workers):
             assert time.monotonic() < deadline, "the workers outlived their parent"
             time.sleep(0.05)
     finally:
@@ -208,7 +202,7 @@ def test_closing_at_once_stops_the_workers_and_fails_what_is_left():
     started = time.monotonic()
     pool.close(abort=True)
     assert time.monotonic() - started < 30
-    assert not any(_alive(w) for w in workers)
+    assert not any(alive(w) for w in workers)
     assert all(f.done() for f in futures)
     assert any(f.cancelled() for f in futures)
     late = pool.submit("public_keys", secrets[:1])

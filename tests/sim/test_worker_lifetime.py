@@ -16,18 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import scenario_file
+from tests.processes import alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _wait(condition, what: str, limit: float) -> float:
@@ -85,10 +78,10 @@ def test_no_worker_outlives_a_run_killed_with_sigkill(tmp_path):
         assert line, proc.stderr.read() if proc.stderr else ""
         seen = json.loads(line)
         assert len(seen["workers"]) == 2 and set(seen["workers"]) <= set(seen["children"])
-        assert all(_alive(p) for p in seen["children"])
+        assert all(alive(p) for p in seen["children"])
         proc.send_signal(signal.SIGKILL)  # no chance to stop its workers itself
         proc.wait()
-        took = _wait(lambda: not any(_alive(p) for p in seen["children"]), "the workers to end", 30)
+        took = _wait(lambda: not any(alive(p) for p in seen["children"]), "the workers to end", 30)
         assert took < 5  # the watchdog checks every second
         assert proc.stderr is not None
         assert proc.stderr.read() == ""  # no traceback, no warning of loky's tracker
@@ -97,7 +90,7 @@ def test_no_worker_outlives_a_run_killed_with_sigkill(tmp_path):
             proc.kill()
             proc.wait()
         for pid in seen["children"]:  # none left behind by a failure
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -151,7 +144,7 @@ def test_ctrl_c_interrupts_the_run_once_and_kills_its_workers(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        survivors[:] = [p for p in pids if _alive(p)]
+        survivors[:] = [p for p in pids if alive(p)]
         for pid in survivors:  # none left behind by a failure
             os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 0, stderr

@@ -8,21 +8,12 @@ from __future__ import annotations
 import math
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from privsim.sim import workers
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
+from tests.processes import alive
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -53,7 +44,7 @@ def test_a_finished_pool_leaves_its_workers_to_the_next():
     assert len(pids) == 2 and first <= set(pids) and os.getpid() not in pids
     again = set(workers.map_unordered(_pid, range(20), 2))
     assert again <= set(pids)  # no new interpreters
-    assert all(_alive(p) for p in pids)
+    assert all(alive(p) for p in pids)
 
 
 @linux_only
@@ -61,7 +52,7 @@ def test_a_failed_task_raises_with_its_traceback_and_kills_the_workers():
     pids = workers.Pool.local(2).pids()
     with pytest.raises(RuntimeError, match=r"worker process failed(.|\n)*ValueError"):
         list(workers.map_unordered(math.sqrt, [4.0, -1.0, 9.0], 2))
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
     assert sorted(workers.map_unordered(math.sqrt, [4.0, 9.0], 2)) == [2.0, 3.0]  # new ones
 
 
@@ -71,7 +62,7 @@ def test_abandoning_the_results_kills_the_workers():
     results = workers.map_unordered(math.factorial, [10, 20, 30, 40], 2)
     next(results)
     results.close()  # the consumer stops early (as on Ctrl-C)
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
 
 
 def test_a_closed_pool_takes_no_more_tasks():
