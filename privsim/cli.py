@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +69,34 @@ def _scenario_with_settings(args: argparse.Namespace) -> Any:
     from privsim.scenarios import builtin_scenario_path, load_scenario, scenario_path
 
     path = scenario_path(args.scenario) if args.scenario else builtin_scenario_path("quickstart")
-    return apply_settings(load_scenario(path), parse_settings(args.set or []))
+    settings = parse_settings(args.set or [])
+    if not settings:
+        return load_scenario(path)
+    # The work limits apply to the scenario as run: the file's own size is checked only
+    # after --set (which may make it smaller), when apply_settings validates the result.
+    with _limits_lifted():
+        scenario = load_scenario(path)
+    return apply_settings(scenario, settings)
+
+
+@contextlib.contextmanager
+def _limits_lifted() -> Iterator[None]:
+    """Within the block, no memory, time or size limit refuses a scenario."""
+    import os
+
+    from privsim.limits import allowing_large
+    from privsim.scenarios.checks import MAX_MEMORY_ENV
+
+    before = os.environ.get(MAX_MEMORY_ENV)
+    os.environ[MAX_MEMORY_ENV] = str(1 << 62)
+    try:
+        with allowing_large():
+            yield
+    finally:
+        if before is None:
+            os.environ.pop(MAX_MEMORY_ENV, None)
+        else:
+            os.environ[MAX_MEMORY_ENV] = before
 
 
 #: Exit status of `check` and `replay` when a result differs from the stored one.

@@ -122,8 +122,10 @@ def apply_settings(scenario: Scenario, settings: Mapping[str, Any]) -> Scenario:
                 for p, v in settings.items()
                 if exc.field == p or exc.field.startswith(p + ".") or p.startswith(exc.field)
             ),
-            ", ".join(settings),
+            None,
         )
+        if option is None:  # a problem of the scenario itself, not of a --set value
+            raise
         raise SetError(option, "", str(exc)) from None
 
 

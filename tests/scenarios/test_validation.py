@@ -535,3 +535,19 @@ def test_validate_prints_the_estimates_and_run_honours_max_time(tmp_path, capsys
     err = capsys.readouterr().err
     assert "population.clients" in err and "--max-time" in err
     assert not list(tmp_path.iterdir())  # refused before anything ran or was written
+
+
+def test_a_set_that_shrinks_a_refused_file_is_checked_after_it(tmp_path, capsys):
+    """The work limits apply to the scenario as run: a file too large for them runs once
+    --set makes it small, and a --set that does not is refused for the file's own field."""
+    path = tmp_path / "big.toml"
+    path.write_text(
+        scenario_to_toml(_builtin("quickstart", {})).replace("clients = 2000", "clients = 10000000")
+    )
+    assert main(["validate", str(path)]) == 2
+    capsys.readouterr()
+    assert main(["validate", str(path), "--set", "population.clients=1000"]) == 0
+    assert main(["validate", str(path), "--set", "privacy.epsilon=2"]) == 2
+    err = capsys.readouterr().err
+    assert "population.clients" in err and "baseline = false" in err
+    assert "--set privacy.epsilon" not in err

@@ -106,15 +106,13 @@ def _footprint(scenario: Scenario) -> Footprint:
     if scenario.protocol == "dca":
         batched = delivery(scenario) == "batched"
         total += secure_sum_bytes(n, m, d, batched=batched, sealed=sealed)
-        per_message = "72 + 192" if sealed else "72"
+        per_message = "(72 + 192)·M" if sealed else "72·M"
         formula = (
-            "N·P + N·d·8·(M+2)"
-            if not batched
-            else f"N·(512 + ({per_message})·M) + chunks of d·8·M"
+            "N·P + N·d·8·(M+2)" if not batched else f"N·(512 + {per_message}) + chunks of d·8·M"
         )
     curator = n * PARTY_BYTES + n * d * 16
     if (scenario.protocol != "dca" or scenario.baseline) and curator > total:
-        total, formula = curator, "N·P + N·d·8·2 (trusted aggregator)"
+        total, formula = curator, "N·P + N·d·8·2, the trusted-aggregator baseline; baseline = false leaves it out"
     # The field that grew most from the quickstart's N = 2000, d = 20.
     field = "data.dimension" if d / 20 > n / 2000 else "population.clients"
     # wall time: only aes-gcm seals and agrees keys (sized charges bytes, not wall time)
