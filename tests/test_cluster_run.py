@@ -147,3 +147,20 @@ def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(cluster_addr
     assert ran > 0  # key agreements, sealed shares and masks ran on the workers
     assert sharded.outcome.released is not None
     assert sharded.outcome.released.tobytes() == alone.outcome.released.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--scheduler", "local", "--workers", "0"], "--workers 0"),
+        (["--scheduler", ""], "cannot reach the Dask scheduler"),
+        (["--tls-cert", "a.pem"], "TLS needs --tls-ca-file, --tls-cert and --tls-key"),
+    ],
+)
+def test_bad_cluster_options_are_named_errors(options, named, tmp_path, capsys):
+    from privsim.cli import main
+
+    assert main(["run", "quickstart", *options, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # nothing written
