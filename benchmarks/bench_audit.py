@@ -130,6 +130,7 @@ def _new_rows() -> list[ClaimsRow]:
     """The integer-noise SecAgg and summarization rows (issue 23), correct and with the
     bugs of their tests."""
     from privsim.kit.intnoise import rounding
+    from privsim.kit.secagg import noise as secagg_noise
     from privsim.protocols.secagg import run as secagg_run
     from privsim.protocols.secagg.audit import small_audit_scenario
     from privsim.protocols.summarization import auction, mwem
@@ -141,11 +142,11 @@ def _new_rows() -> list[ClaimsRow]:
 
         return setattr(secagg_run, "kit_sensitivity", sensitivity)
 
-    correct_skellam = secagg_run.sample_skellam
+    correct_skellam = secagg_noise.sample_skellam
 
     def halved_skellam() -> Any:
         return setattr(
-            secagg_run, "sample_skellam", lambda rng, mu, size: correct_skellam(rng, mu / 4, size)
+            secagg_noise, "sample_skellam", lambda rng, mu, size: correct_skellam(rng, mu / 4, size)
         )
 
     correct_run, correct_measure = MarginalMwem.run, mwem.measure
@@ -362,6 +363,7 @@ def claims(match: list[str] | None = None) -> None:
     print("| release | claimed ε (δ) | 95 % lower bound | trials per side | seconds |")
     print("|---|---:|---:|---:|---:|")
     modules = [
+        "privsim.kit.secagg.noise",
         "privsim.kit.securesum.maths",
         "privsim.protocols.bcd.maths",
         "privsim.protocols.race.private",

@@ -107,7 +107,8 @@ def _children_cpu() -> float:
 
 def run_cell(protocol: str, n: int, d: int) -> dict[str, Any]:
     from privsim.kit.result import Communication
-    from privsim.protocols.secagg.run import SERVER, round_processes, simulate
+    from privsim.kit.secagg.round import round_processes
+    from privsim.protocols.secagg.run import SERVER, simulate
 
     scenario = _scenario(protocol, n, d)
     from privsim.sim.workers import WorkerUsage

@@ -118,7 +118,7 @@ def _scenario(cell: Cell, crash_at: float = 0.0) -> Any:
 
 def make_cell(n: int, d: int, dropout: float) -> Cell:
     """privsim's (k, t) for N clients (Bell et al. parameter choice), k capped at N − 1."""
-    from privsim.protocols.secagg.graph import choose_parameters
+    from privsim.kit.secagg.graph import choose_parameters
 
     found = choose_parameters(
         n,

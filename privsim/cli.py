@@ -8,9 +8,12 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privsim.version import __version__
+
+if TYPE_CHECKING:
+    from privsim.sim.ledger import PrivacyLedger
 
 __all__ = ["main"]
 
@@ -231,6 +234,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         )
     else:
         print(f"{args.scenario}{changed}: valid scenario '{scenario.name}' ({scenario.protocol})")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for line in _plan_lines(spec.plan(scenario)):
+                print(line)
     footprint = spec.footprint
     if footprint is not None:
         estimate = footprint(scenario)
@@ -242,6 +249,31 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 + f" (order of magnitude; {estimate[2] if len(estimate) > 2 else ''})"
             )
     return 0
+
+
+def _plan_lines(ledger: PrivacyLedger) -> list[str]:
+    """The planned ledger in a few lines: runs of consecutive events with the same
+    planned event and trust, and the ε they compose to if every release goes as
+    planned."""
+    g = ledger.guarantee()
+    runs: list[tuple[str, str, str, int]] = []  # first label, event, conditions, count
+    for e in g.events:
+        holds = f"holds while {e.trust or 'nobody colludes'}"
+        if e.amplification:
+            holds += f"; {e.amplification}"
+        if runs and runs[-1][1:3] == (e.planned, holds):
+            first, planned, _, count = runs[-1]
+            runs[-1] = (first, planned, holds, count + 1)
+        else:
+            runs.append((e.label, e.planned, holds, 1))
+    lines = [
+        f"  plan: {len(g.events)} event(s), ε = {g.epsilon:.4g} at δ = {g.delta:g} if every "
+        f"release goes as planned (target ε = {g.target_epsilon:g}, δ = {g.target_delta:g})"
+    ]
+    for first, planned, holds, count in runs:
+        times = f" ×{count} (from {first})" if count > 1 else f" ({first})"
+        lines.append(f"    {planned}{times}; {holds}")
+    return lines
 
 
 def _add_max_memory(parser: argparse.ArgumentParser) -> None:

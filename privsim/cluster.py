@@ -6,7 +6,7 @@ processes (:mod:`privsim.sim.workers`) goes to the cluster instead, through
 ``distributed.Client.get_executor()``, Dask's own ``concurrent.futures`` executor. That
 work is, for a DCA round, every shard's share generation, noise, sealing and partial
 node sums (:mod:`privsim.kit.securesum.pool`); for SecAgg, the key agreements, sealed
-shares and mask expansions (:mod:`privsim.protocols.secagg.bulk`); and the pairwise
+shares and mask expansions (:mod:`privsim.kit.secagg.bulk`); and the pairwise
 channel keys (:mod:`privsim.sim.channels`). The simulation itself — the bus, every
 message's size and timing, the coalition's view, the ledger — stays in the calling
 process.

@@ -128,6 +128,7 @@ def test_the_cli_refuses_tls_files_without_a_tls_scheduler(tmp_path, capsys):
 
 
 def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(cluster_address, monkeypatch):
+    from privsim.kit.secagg import round as secagg_round
     from privsim.protocols.secagg import run as secagg_run
 
     scenario = make_scenario(
@@ -139,7 +140,7 @@ def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(cluster_addr
     )
     monkeypatch.setenv(pool.ENV, "1")
     alone = secagg_run.simulate(scenario, seed=2)
-    monkeypatch.setattr(secagg_run, "MIN_AGREEMENTS_FOR_PROCESSES", 0)
+    monkeypatch.setattr(secagg_round, "MIN_AGREEMENTS_FOR_PROCESSES", 0)
     with on_cluster(cluster_address) as cluster:
         before = _executed(cluster.client)
         sharded = secagg_run.simulate(scenario, seed=2)

@@ -30,9 +30,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import ticker
 
+from privsim.analysis.curves import ReportKit
 from privsim.analysis.summary import (
     PER_PARTY_SUFFIX,
-    axes_of,
     exposure_of,
     grid_columns,
     metrics_of,
@@ -97,33 +97,18 @@ def _is_epsilon(metric: str) -> bool:
     return metric.endswith("privacy.achieved_epsilon")
 
 
-class StudyFigures:
-    """Draws a study's figures into ``out`` from its rows and their summary.
+class StudyFigures(ReportKit):
+    """Draws a study's figures into ``out`` from its rows and their summary (its
+    ``curves``, grid ``words`` and ``describe`` are the report kit's).
 
     ``drawn`` keeps every figure written, by path, so tests can count its artists."""
 
     def __init__(self, frame: Any, summary: Any, out: Path) -> None:
-        self.frame = frame
+        super().__init__(frame)
         self.summary = summary
         self.out = out
-        self.axes = axes_of(frame)
         self.labels = metrics_of(frame)
         self.drawn: dict[Path, Any] = {}
-
-    # -- words --------------------------------------------------------------------------
-
-    def words(self, column: str) -> str:
-        """A grid field in words: its axis label, else its last name without ``_``."""
-        if column in self.axes:
-            return self.axes[column][0]
-        return _label(column).rsplit(".", 1)[-1].replace("_", " ")
-
-    def describe(self, columns: Sequence[str], values: Sequence[Any]) -> str:
-        """``label = value, …`` for a panel or a line."""
-        return ", ".join(
-            f"{self.words(c)} = {v:g}" if isinstance(v, float) else f"{self.words(c)} = {v}"
-            for c, v in zip(columns, values, strict=True)
-        )
 
     # -- the toolkit's primitives -------------------------------------------------------
 

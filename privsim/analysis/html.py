@@ -2,7 +2,8 @@
 --html``).
 
 The page holds the release, abort and guarantee-met rates per grid cell, interactive
-figures (one point per replication; hover for its row, seed and replay command), the
+figures (one point per replication; hover for its row, seed and replay command; then
+the protocols' own, :attr:`~privsim.kit.spec.StudyView.html_figures`), the
 summary tables (sortable), the paper's values beside ours where the protocol's study
 view gives them (:attr:`~privsim.kit.spec.StudyView.reference`), the protocols' report
 sections, the failed replications and the study file. Every script and style is inline
@@ -16,7 +17,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from privsim.analysis.html_figures import HtmlFigure, figure_block, study_figures
+from privsim.analysis.html_figures import (
+    HtmlFigure,
+    figure_block,
+    protocol_figures,
+    study_figures,
+)
 from privsim.analysis.html_tables import cell_rates, markdown_to_html, sortable_table
 from privsim.analysis.summary import (
     grid_columns,
@@ -140,6 +146,12 @@ def _figures(figures: Sequence[HtmlFigure], results_dir: str) -> str:
         f"(<code>privsim replay ROW --out {html.escape(results_dir)}</code>). "
         "Click a legend entry to hide it.</p>"
     )
+    own = [f for f in figures if f.kind != "rows"]
+    if own:  # the protocols' figures say what their lines and bands are
+        note += (
+            '<p class="note">After these, the protocols\' own figures (such as per-round '
+            "curves, with the band over replications each names).</p>"
+        )
     return note + "\n".join(figure_block(f) for f in figures)
 
 
@@ -244,6 +256,7 @@ def render_html(frame: Any, *, results_dir: str, study: Mapping[str, Any] | None
     frame = hashable_grid(frame)  # a grid over a list-valued field groups by its text
     summary = summarise(frame)
     figures = study_figures(frame, results_dir)
+    figures += protocol_figures(frame)
     sections: list[tuple[str, str, str]] = []
     rates = cell_rates(frame)
     if not rates.empty:

@@ -25,41 +25,37 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from matplotlib.colors import TABLEAU_COLORS
 
-from privsim.analysis.summary import axes_of, grid_columns, metrics_of
+from privsim.analysis.curves import ReportKit
+from privsim.analysis.summary import axes_of, grid_columns, metrics_of, views_of
 
-__all__ = ["HtmlFigure", "figure_block", "study_figures"]
+__all__ = ["HtmlFigure", "figure_block", "protocol_figures", "study_figures"]
 
 #: Above this many points a figure draws them with WebGL rather than SVG.
 WEBGL_POINTS = 4000
 #: Figures per metric family at most (one per cell of the other grid fields).
 MAX_PANELS = 12
 
-_PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
+_PALETTE = tuple(TABLEAU_COLORS.values())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HtmlFigure:
     """One figure of the page: its title, its ``<div>`` and script, and what it shows —
     the metric columns, the grid values its rows are restricted to, and its number of
-    points (released rows with a finite value), for the page's reader and the test."""
+    points (released rows with a finite value; a protocol's figure: its markers), for
+    the page's reader and the test."""
 
     title: str
     html: str
     columns: tuple[str, ...]
     where: tuple[tuple[str, Any], ...]
     points: int
+    #: ``rows``: the page's own figure, a point per released row; ``protocol``: a
+    #: protocol's own (:attr:`~privsim.kit.spec.StudyView.html_figures`), whose
+    #: ``points`` are the markers it draws.
+    kind: str = "rows"
 
 
 def _numbers(values: Any) -> Any:
@@ -404,11 +400,67 @@ def study_figures(frame: Any, results_dir: str) -> list[HtmlFigure]:
     return out
 
 
+def _markers(trace: Any) -> int:
+    """The markers a trace draws: its points when its mode has markers (plotly's
+    default mode draws them below 20 points)."""
+    size = len(trace.get("x") or trace.get("y") or ())
+    mode = trace.get("mode")
+    if trace.get("type", "scatter") not in ("scatter", "scattergl"):
+        return 0
+    if mode is None:
+        return size if size < 20 else 0
+    return size if "markers" in str(mode) else 0
+
+
+def _styled(figure: Any, title: str) -> dict[str, Any]:
+    """A protocol's figure dict in the page's style: its layout over the page's (axes,
+    fonts, legend, background), axis by axis."""
+    layout = dict(figure.get("layout") or {})
+    base = _layout(None, None, False, False, title, "", {})
+    for axis in ("xaxis", "yaxis"):
+        base[axis] = {k: v for k, v in base[axis].items() if k != "title"}
+        base[axis] = {**base[axis], **dict(layout.pop(axis, None) or {})}
+    return {"data": list(figure.get("data") or []), "layout": {**base, **layout}}
+
+
+def protocol_figures(frame: Any) -> list[HtmlFigure]:
+    """The figures the protocols present draw themselves
+    (:attr:`~privsim.kit.spec.StudyView.html_figures`, e.g. per-round curves with their
+    replication bands), in the page's style (their ``div``s named ``protocol-figure-N``,
+    apart from the page's own ``figure-N``)."""
+    import plotly.io as pio
+
+    if frame.empty:
+        return []
+    kit = ReportKit(frame)
+    out: list[HtmlFigure] = []
+    for view in views_of(frame):
+        for title, figure in view.html_figures(kit) if view.html_figures else []:
+            styled = _styled(figure, title)
+            div = pio.to_html(
+                styled,
+                full_html=False,
+                include_plotlyjs=False,
+                div_id=f"protocol-figure-{len(out)}",
+                default_width="100%",
+                default_height=f"{styled['layout'].get('height', 480)}px",
+                config={"displaylogo": False, "responsive": True},
+                validate=False,
+            )
+            points = sum(_markers(t) for t in styled["data"])
+            out.append(
+                HtmlFigure(
+                    title=title, html=div, columns=(), where=(), points=points, kind="protocol"
+                )
+            )
+    return out
+
+
 def figure_block(fig: HtmlFigure) -> str:
     """The figure's container: its ``div`` with what it shows in data attributes."""
     where = json.dumps({c: v for c, v in fig.where}, default=str)
     return (
-        f'<figure class="plot" data-points="{fig.points}" '
+        f'<figure class="plot" data-kind="{html.escape(fig.kind)}" data-points="{fig.points}" '
         f'data-columns="{html.escape(json.dumps(list(fig.columns)))}" '
         f'data-where="{html.escape(where)}">{fig.html}</figure>'
     )

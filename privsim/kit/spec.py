@@ -30,6 +30,7 @@ __all__ = [
     "Footprint",
     "Numbered",
     "ProtocolSpec",
+    "StudyKit",
     "StudyView",
     "accuracy_lines",
     "clients_and",
@@ -38,11 +39,27 @@ __all__ = [
 ]
 
 
-class FigureKit(Protocol):
-    """The plotting toolkit a study report hands a protocol's figure function.
-    ``frame`` is the study's rows (one per replication, dotted columns)."""
+class StudyKit(Protocol):
+    """What a study report hands a protocol's figure functions: ``frame``, the study's
+    rows (one per replication, dotted columns); ``curves``, the per-round curves its
+    study view keeps (:attr:`StudyView.curves`) as one long table, a row per
+    replication and round: ``row_id``, ``cell``, ``replication``, ``seed``, ``protocol``,
+    the row's ``run_status``, its ``grid.<field>`` columns, then each per-round key
+    (nested ones dotted, ``bytes.client``); empty when no view keeps curves."""
 
     frame: Any
+
+    @property
+    def curves(self) -> Any: ...
+
+    def describe(self, columns: Sequence[str], values: Sequence[Any]) -> str:
+        """``label = value, …`` for grid columns and their values (the axis labels)."""
+        ...
+
+
+class FigureKit(StudyKit, Protocol):
+    """The plotting toolkit a study report hands a protocol's figure function (with
+    the rows ``frame`` and the ``curves`` of :class:`StudyKit`)."""
 
     def series(
         self, metrics: Sequence[str], *, axes: Sequence[str] | None = None, logy: bool = False
@@ -200,6 +217,13 @@ def _no_columns(result: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _doc(text: str) -> dict[str, str]:
+    """A field's documentation, as its ``metadata``: ``{"doc": text}`` (one line). The
+    reference page (``docs/reference/protocol-api.md``) and :class:`ProtocolSpec`'s
+    docstring read it."""
+    return {"doc": " ".join(text.split())}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StudyView:
     """How a protocol's rows read in a study report.
@@ -212,7 +236,8 @@ class StudyView:
     rows frame; ``reference``: the paper's values beside ours, as titled tables (pandas
     DataFrames) from the rows frame — which then also holds the study base's fixed
     fields as ``base.<field>`` columns — for the HTML report (empty when the study does
-    not reproduce a published figure)."""
+    not reproduce a published figure); ``curves``: per-round curves kept per
+    replication; ``html_figures``: the protocol's own figures of the HTML report."""
 
     metrics: Mapping[str, str] = field(default_factory=dict)
     method_metrics: Mapping[str, str] = field(default_factory=dict)
@@ -221,13 +246,26 @@ class StudyView:
     figures: Callable[[FigureKit, Any], list[Path]] | None = None
     sections: Callable[[Any], list[tuple[str, str]]] | None = None
     reference: Callable[[Any], list[tuple[str, Any]]] | None = None
-
-
-def _doc(text: str) -> dict[str, str]:
-    """A field's documentation, as its ``metadata``: ``{"doc": text}`` (one line). The
-    reference page (``docs/reference/protocol-api.md``) and :class:`ProtocolSpec`'s
-    docstring read it."""
-    return {"doc": " ".join(text.split())}
+    curves: str = field(
+        default="",
+        metadata=_doc(
+            """The key of the protocol's own result section (``result[protocol][key]``)
+            that holds a list of per-round dicts (learning curves): the study worker keeps
+            that list in each replication's row, the report writes every row's rounds to
+            ``report/curves.csv`` (one line per replication and round) and hands them to
+            the figure functions as ``kit.curves``. Empty (the default): none kept."""
+        ),
+    )
+    html_figures: Callable[[StudyKit], list[tuple[str, Mapping[str, Any]]]] | None = field(
+        default=None,
+        metadata=_doc(
+            """``html_figures(kit) -> [(title, figure)]``: the protocol's own figures of
+            the HTML report, each a plain plotly figure dict (``{"data": [...], "layout":
+            {...}}``) drawn from the :class:`StudyKit` (rows and curves); the page gives
+            them its style and draws them after its own. None (the default): the page
+            draws only its own figures (one point per replication)."""
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

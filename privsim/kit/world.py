@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Iterable
 
 from privsim.scenarios.schema import Scenario
 from privsim.sim.coalition import CoalitionSpec
-from privsim.sim.faults import draw_faults
+from privsim.sim.faults import FaultSpec, draw_faults
 from privsim.sim.network import (
     CompleteTopology,
     GraphTopology,
@@ -51,14 +51,17 @@ def build_world(
     *,
     ignore_servers: Collection[str] = (),
     keep_envelopes: bool = False,
+    faults: FaultSpec | None = None,
+    coalition: CoalitionSpec | None = None,
 ) -> World:
     """The scenario's network, faults, coalition and channels for ``parties``.
     Servers named in ``ignore_servers`` (parties a design does not have, e.g. compute
     nodes under a trusted aggregator) are left out of the coalition and of the named
     faults (``faults.absent_parties``, ``faults.crashes``); any other unknown name is an
-    error when the world starts."""
+    error when the world starts. ``faults`` and ``coalition`` replace the scenario's
+    (a protocol that runs one world per round gives each round its own)."""
     servers = tuple(s for s in scenario.threat.colluding_servers if s not in ignore_servers)
-    faults = scenario.faults
+    faults = scenario.faults if faults is None else faults
     if ignore_servers:
         faults = dataclasses.replace(
             faults,
@@ -71,7 +74,9 @@ def build_world(
             scenario.network.link, scenario.network.overrides, topology(scenario, parties)
         ),
         faults=faults,
-        coalition=CoalitionSpec(clients=scenario.threat.colluding_clients, servers=servers),
+        coalition=CoalitionSpec(clients=scenario.threat.colluding_clients, servers=servers)
+        if coalition is None
+        else coalition,
         # aes-gcm seals every message; sized charges the same envelope bytes unsealed
         encryption=scenario.network.encryption == "aes-gcm",
         envelope=scenario.network.encryption != "none",

@@ -13,9 +13,19 @@ shares Sk(μ_i, μ_i) sum to noise of variance μ = 2·n·μ_i, and for integer 
 
     ε(α) = α·Δ₂²/(2μ) + min{ ((2α − 1)·Δ₂² + 6·Δ₁)/(4μ²),  3·Δ₁/(2μ) }.
 
+Poisson subsampling (Zhu & Wang, ICML 2019, Theorem 6): a mechanism whose curve is
+ε(α) at every integer α ≥ 2, run on a Poisson sample at rate q (add/remove-one
+neighbours), is (α, ε′(α))-RDP for integer α ≥ 2 with
+
+    ε′(α) ≤ 1/(α − 1)·log[ (1 − q)^{α−1}(αq − q + 1) + C(α,2)q²(1 − q)^{α−2}e^{ε(2)}
+                          + 3·Σ_{j=3}^{α} C(α,j) q^j (1 − q)^{α−j} e^{(j−1)ε(j)} ]
+
+(:func:`poisson_subsampled_rdp`), evaluated up to :data:`SUBSAMPLED_MAX_ORDER` and
+between integer orders by :func:`interpolate_rdp`.
+
 RDP to (ε, δ) (Canonne, Kamath & Steinke 2020; Balle et al. 2020):
 ε = min_α ε(α) + ln(1/δ)/(α − 1) + ln(1 − 1/α) − ln(α)/(α − 1) over :data:`ORDERS`.
-The ledger records a release as :class:`~privsim.sim.events.IntegerNoiseDpEvent`: the
+The ledger records a release as :class:`IntegerNoiseDpEvent`: the
 bound's inputs, for composition (releases compose by summing their curves,
 :meth:`IntegerShares.rdp`), and the Gaussian whose exact (ε, δ) at the bound's δ is the
 bound (:func:`equivalent_gaussian`), what the release alone costs.
@@ -26,7 +36,10 @@ in this module of plain numbers, the kit's accountant (:mod:`privsim.kit.intnois
 calls the same functions to calibrate and to plan, and the event carries only the
 inputs (:class:`IntegerShares`, a frozen dataclass of numbers): picklable for sweeps,
 comparable, and evaluated by one code path, so a release with the planned number of
-honest shares gets exactly the planned event.
+honest shares gets exactly the planned event. The event class lives here too, beside its
+bound, so that this module imports nothing of the package: :mod:`privsim.sim.events`,
+which gives every event's privacy loss, builds on it (Zhu & Wang's bound included) and
+re-exports the class.
 """
 
 from __future__ import annotations
@@ -36,23 +49,27 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+import attr
 import dp_accounting
 import numpy as np
 import numpy.typing as npt
-
-from privsim.sim.events import IntegerNoiseDpEvent
 
 __all__ = [
     "COMPOSITION_ORDERS",
     "DDG_MIN_SIGMA",
     "ORDERS",
+    "SUBSAMPLED_MAX_ORDER",
     "IntegerKind",
+    "IntegerNoiseDpEvent",
     "IntegerShares",
     "ddg_rdp",
     "ddg_tau",
     "equivalent_gaussian",
     "integer_epsilon",
     "integer_rdp",
+    "interpolate_rdp",
+    "log_binomials",
+    "poisson_subsampled_rdp",
     "rdp_to_epsilon",
     "skellam_rdp",
 ]
@@ -76,6 +93,14 @@ COMPOSITION_ORDERS.flags.writeable = False
 
 #: Smallest per-share σ Theorem 1 of KLS 2021 covers.
 DDG_MIN_SIGMA = 0.5
+
+#: Largest integer order at which a subsampled curve is computed: the bounds are sums
+#: over j ≤ α (O(α²) terms for every order to α). Above it a subsampled release keeps
+#: its unsampled curve, which sampling never exceeds (Rényi divergence is jointly
+#: quasi-convex, van Erven & Harremoës 2014, Thm. 13, and the sampled pair is a mixture
+#: of the unsampled one with a pair of equal distributions). The integer orders of
+#: :data:`ORDERS` go to 256 one by one, so this covers all of them.
+SUBSAMPLED_MAX_ORDER = 256
 
 
 def rdp_to_epsilon(rdp: npt.ArrayLike, orders: npt.ArrayLike, delta: float) -> tuple[float, float]:
@@ -245,7 +270,7 @@ class IntegerShares:
 
     def event(self, shares: int) -> dp_accounting.DpEvent:
         """The ledger's event for ``shares`` honest shares: an
-        :class:`~privsim.sim.events.IntegerNoiseDpEvent` carrying this bound and the
+        :class:`IntegerNoiseDpEvent` carrying this bound and the
         Gaussian of the same (ε, δ) (an infinite multiplier where the bound alone is
         ε = 0, the conversion's floor); non-private when no share is credited or the
         bound is infinite."""
@@ -260,3 +285,123 @@ class IntegerShares:
         return IntegerNoiseDpEvent(  # type: ignore[call-arg]
             noise_multiplier=multiplier, bound=self, shares=int(shares)
         )
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class IntegerNoiseDpEvent(dp_accounting.GaussianDpEvent):
+    """One release of integer noise: ``shares`` honest shares of the mechanism ``bound``
+    describes (:class:`IntegerShares`). Composed by the
+    papers' RDP curve (:meth:`IntegerShares.rdp`), never as a Gaussian.
+
+    ``noise_multiplier`` is the Gaussian whose exact (ε, δ) at the bound's δ is the
+    bound's: what this release alone costs, for a reader of the record. The class
+    subclasses ``GaussianDpEvent`` only so that code reading that multiplier keeps
+    working; the ledger recognises it before any Gaussian. Handed to dp-accounting's
+    own accountants it would compose as that Gaussian, which lies under the bound when
+    releases compose: compose it with the ledger."""
+
+    bound: IntegerShares
+    shares: int
+
+
+# --- amplification by sampling ---------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8)
+def log_binomials(n: int) -> F64:
+    """The (n + 1) × (n + 1) table log C(a, j) for 0 ≤ j ≤ a ≤ n (−∞ for j > a), from
+    log-factorials (cumulative sums of log k), exact to float rounding. Cached, and
+    read-only."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1, dtype=np.float64)))])
+    a = np.arange(n + 1)[:, None]
+    j = np.arange(n + 1)[None, :]
+    inside = j <= a
+    table = np.full((n + 1, n + 1), -math.inf)
+    diff = np.where(inside, a - j, 0)
+    table[inside] = (log_fact[a] - log_fact[np.minimum(j, n)] - log_fact[diff])[inside]
+    table.flags.writeable = False
+    return table
+
+
+def interpolate_rdp(grid: npt.ArrayLike, rdp_on_grid: npt.ArrayLike, orders: npt.ArrayLike) -> F64:
+    """ε(α) at ``orders`` from a curve known at the integer orders ``grid`` (increasing,
+    each ≥ 2): exact on the grid; between two grid points (and between 1 and the
+    first) the cumulant (α − 1)·ε(α) interpolated linearly, with (α − 1)·ε(α) = 0 at
+    α = 1; ∞ above the grid. An upper bound wherever the grid values are: the cumulant
+    log E_Q[(P/Q)^α] is convex in α (Hölder), so it lies under its chords (Wang, Balle &
+    Kasiviswanathan 2019, Corollary 10, the interpolation dp-accounting also uses)."""
+    g = np.asarray(grid, dtype=np.float64)
+    r = np.asarray(rdp_on_grid, dtype=np.float64)
+    a = np.asarray(orders, dtype=np.float64)
+    if g.ndim != 1 or g.shape != r.shape or g.size == 0 or not np.all(np.diff(g) > 0):
+        raise ValueError("grid must be increasing integer orders, one value each")
+    if g[0] < 2 or np.any(g != np.round(g)):
+        raise ValueError(f"grid orders must be integers >= 2, got {g}")
+    if np.any(a <= 1):
+        raise ValueError("Rényi orders must be > 1")
+    xs = np.concatenate([[1.0], g])
+    cgf = np.concatenate([[0.0], (g - 1.0) * r])
+    hi = np.clip(np.searchsorted(xs, a, side="left"), 1, xs.size - 1)
+    lo = hi - 1
+    t = (a - xs[lo]) / (xs[hi] - xs[lo])
+    with np.errstate(invalid="ignore"):  # 0·∞ in the branch np.where discards
+        chord = np.where(t >= 1.0, cgf[hi], (1.0 - t) * cgf[lo] + t * cgf[hi])
+    out = chord / (a - 1.0)
+    return np.asarray(np.where(a > g[-1], math.inf, out), dtype=np.float64)
+
+
+def poisson_subsampled_rdp(
+    base_rdp_at_integers: npt.ArrayLike, q: float, orders: npt.ArrayLike
+) -> F64:
+    """ε′(α) at ``orders`` of a mechanism run on a Poisson sample at rate ``q``
+    (add/remove-one neighbours), from its own curve ``base_rdp_at_integers`` = ε(2),
+    ε(3), …, ε(K): Zhu & Wang (ICML 2019), Theorem 6, for integer 2 ≤ α ≤ K,
+
+        ε′(α) ≤ 1/(α − 1)·log[ (1 − q)^{α−1}(αq − q + 1) + C(α,2)q²(1 − q)^{α−2}e^{ε(2)}
+                              + 3·Σ_{j=3}^{α} C(α,j) q^j (1 − q)^{α−j} e^{(j−1)ε(j)} ],
+
+    summed in log space (no term overflows), and never above ε(α) itself (sampling does
+    not raise a Rényi divergence, :data:`SUBSAMPLED_MAX_ORDER`). Orders between the
+    integers by :func:`interpolate_rdp`; ∞ above K (the caller takes the unsampled
+    curve there). At q = 1 it is the base curve."""
+    base = np.asarray(base_rdp_at_integers, dtype=np.float64)
+    if base.ndim != 1 or base.size == 0:
+        raise ValueError("base_rdp_at_integers must hold ε(2), ε(3), … (at least ε(2))")
+    if not 0 < q <= 1:  # also refuses NaN
+        raise ValueError(f"q must be in (0, 1], got {q}")
+    top = base.size + 1
+    grid = np.arange(2, top + 1, dtype=np.float64)
+    if q < 1:
+        bound = np.minimum(_zhu_wang(base, q), base)
+    else:
+        bound = base
+    return interpolate_rdp(grid, bound, orders)
+
+
+def _zhu_wang(base: F64, q: float) -> F64:
+    """The bound of :func:`poisson_subsampled_rdp` at α = 2 … 1 + len(base), 0 < q < 1:
+    row α of a matrix of log terms (j = 3 … α; −∞ beyond α), reduced by log-sum-exp."""
+    top = base.size + 1
+    alpha = np.arange(2, top + 1, dtype=np.float64)
+    log_q, log_p = math.log(q), math.log1p(-q)
+    first = (alpha - 1.0) * log_p + np.log1p(q * (alpha - 1.0))  # (1−q)^{α−1}(αq − q + 1)
+    log_c = log_binomials(top)
+    ai = alpha.astype(int)
+    second = log_c[ai, 2] + 2.0 * log_q + (alpha - 2.0) * log_p + base[0]
+    terms = np.stack([first, second], axis=1)
+    if top >= 3:
+        j = np.arange(3, top + 1)
+        jf = j.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # (α − j)·log(1 − q) for j > α: masked below
+            rest = (
+                math.log(3.0)
+                + log_c[ai][:, j]
+                + jf[None, :] * log_q
+                + (alpha[:, None] - jf[None, :]) * log_p
+                + (jf - 1.0)[None, :] * base[j - 2][None, :]
+            )
+        rest = np.where(j[None, :] <= ai[:, None], rest, -math.inf)
+        terms = np.concatenate([terms, rest], axis=1)
+    return np.asarray(np.logaddexp.reduce(terms, axis=1) / (alpha - 1.0), dtype=np.float64)

@@ -40,6 +40,24 @@ composes as itself (:mod:`privsim.sim.events` gives each kind's privacy loss); n
 Randomized response depends on the neighbouring relation (``neighbour``): replace-one
 gives its exact pair, add/remove-one (and an unknown relation) the generic pair at its ε.
 Every other event folds its sensitivity into its noise multiplier.
+
+Sampling (:class:`~privsim.sim.sampling.Sampling`). A release on a random sample is
+charged as its unsampled event with the sampling; against a coalition that does not
+hold the sampler it is the sampled event (``PoissonSampledDpEvent`` or
+``SampledWithoutReplacementDpEvent`` around what the release is against that coalition:
+trust broken, noise shares realised), against one that does it is unamplified. A
+ledger takes only samplings that amplify under its own relation (Poisson: add/remove-
+one; fixed size: replace-one). Compositions holding sampled events:
+
+- Poisson-sampled Gaussians (and Laplace) with the events that have a PLD: the smaller
+  of the PLD (each sampled leaf's PLD from dp-accounting's accountant, self-composed by
+  its count; a coarser interval when many distinct sampled leaves are composed,
+  :func:`~privsim.sim.events.pld_interval`) and the RDP composition, where every leaf
+  has an RDP curve (both are valid bounds). A charge's budget check takes the RDP
+  composition first and builds the PLD only when that alone exceeds the budget.
+- Releases sampled without replacement, and Poisson-sampled integer noise: no PLD;
+  composed by RDP over :data:`~privsim.sim.integer_bounds.COMPOSITION_ORDERS` as integer
+  noise is (curves in :func:`~privsim.sim.events.leaf_rdp`).
 """
 
 from __future__ import annotations
@@ -64,12 +82,15 @@ from privsim.sim.events import (
     BoundedRangeDpEvent,
     IntegerNoiseDpEvent,
     Neighbour,
+    composes_by_rdp,
     generic_pld,
     is_no_op,
     is_non_private,
+    is_sampled,
     leaf_pld,
     leaf_pure_epsilon,
     leaf_rdp,
+    pld_interval,
 )
 from privsim.sim.integer_bounds import (
     COMPOSITION_ORDERS,
@@ -78,6 +99,7 @@ from privsim.sim.integer_bounds import (
     rdp_to_epsilon,
 )
 from privsim.sim.names import Picked
+from privsim.sim.sampling import Sampling
 
 __all__ = [
     "PURE_MARGIN",
@@ -283,14 +305,51 @@ class LedgerEntry:
     realised: dp_accounting.DpEvent | None = None
     contributors: tuple[str, ...] | Picked | None = None
     reason: str = ""
+    sampling: Sampling | None = None
 
     @property
     def event(self) -> dp_accounting.DpEvent:
         """The event with no coalition."""
         return self.event_against(())
 
+    @property
+    def planned_event(self) -> dp_accounting.DpEvent:
+        """The planned event as charged: amplified by the sampling, if any."""
+        return self.planned if self.sampling is None else self.sampling.wrap(self.planned)
+
+    def sampler_colludes(self, coalition: Collection[str]) -> bool:
+        """Whether ``coalition`` holds the party that drew this release's sample."""
+        return self.sampling is not None and self.sampling.sampler in coalition
+
     def event_against(self, coalition: Collection[str]) -> dp_accounting.DpEvent:
-        """What this release was against ``coalition``."""
+        """What this release was against ``coalition``: the unsampled event against it
+        (:meth:`unamplified_against`), amplified by the sampling unless the coalition
+        holds the sampler (who knows who was sampled)."""
+        event = self.unamplified_against(coalition)
+        if self.sampling is None or self.sampler_colludes(coalition):
+            return event
+        return self.sampling.wrap(event)
+
+    def amplification_against(self, coalition: Collection[str]) -> str:
+        """Whether the sampling's amplification applied against ``coalition``, in words
+        ("" without sampling)."""
+        if self.sampling is None:
+            return ""
+        if self.sampler_colludes(coalition):
+            return f"not applied: sampler colluding ({self.sampling.sampler})"
+        event = self.unamplified_against(coalition)
+        if self.sampling.amplifies(event):
+            return self.sampling.description()
+        if self.sampling.q >= 1:
+            return "not applied: everyone sampled (q = 1)"
+        if not leaves([event]):  # withheld, or costs nothing: nothing to amplify
+            return ""
+        return "not applied: the release is not private"
+
+    def unamplified_against(self, coalition: Collection[str]) -> dp_accounting.DpEvent:
+        """What this release was against ``coalition`` before any amplification by
+        sampling: a no-op if withheld, non-private if the coalition breaks its trust, its
+        noise shares realised against the honest contributors, or as released."""
         if self.status is Status.WITHHELD:
             return dp_accounting.NoOpDpEvent()
         if self.status is Status.NON_PRIVATE or self.trust.broken_by(coalition):
@@ -311,8 +370,11 @@ class LedgerEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EventRecord:
-    """One ledger entry as reported: what was planned, what it was against the coalition,
-    whom it trusted and whether the coalition broke that."""
+    """One ledger entry as reported: what was planned (amplified by its sampling, if
+    any), what it was against the coalition, whom it trusted, whether the coalition
+    broke that, and ``amplification``: the sampling's amplification in words when it
+    applied, why not when it did not ("not applied: sampler colluding (server)"), ""
+    for a release not sampled."""
 
     label: str
     status: str
@@ -323,6 +385,7 @@ class EventRecord:
     trust_kind: str
     broken: bool
     reason: str = ""
+    amplification: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -392,17 +455,18 @@ def pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
     return float(sum(p * n for p, n in parts if p is not None))
 
 
-def _pld(found: Leaves, neighbour: Neighbour) -> PrivacyLossDistribution:
-    """The PLD of the composition of ``found``, each leaf self-composed by its count."""
-    pld = pld_module.identity()
+def _pld(found: Leaves, neighbour: Neighbour, interval: float) -> PrivacyLossDistribution:
+    """The PLD of the composition of ``found``, each leaf self-composed by its count, all
+    at one discretisation ``interval``."""
+    pld = pld_module.identity(value_discretization_interval=interval)
     for leaf, n in found:
-        pld = pld.compose(leaf_pld(leaf, n, neighbour))
+        pld = pld.compose(leaf_pld(leaf, n, neighbour, interval))
     return pld
 
 
 def _pld_epsilon(found: Leaves, delta: float, neighbour: Neighbour) -> float:
     try:
-        return float(_pld(found, neighbour).get_epsilon_for_delta(delta))
+        return float(_pld(found, neighbour, pld_interval(found)).get_epsilon_for_delta(delta))
     except OverflowError:  # a pure ε beyond what a PLD holds: no useful guarantee
         return math.inf
 
@@ -440,10 +504,11 @@ def _infinite_loss_mass(found: Leaves) -> float:
     return -math.expm1(survive)
 
 
-def _integer_epsilon(found: Leaves, delta: float, neighbour: Neighbour) -> float:
-    """ε at δ of a composition holding integer noise: every leaf with an RDP curve
-    composed in RDP (summed over :data:`COMPOSITION_ORDERS`, converted as the papers do);
-    the leaves without one composed with that part's (ε_R, δ_R) pair as a PLD."""
+def _rdp_epsilon(found: Leaves, delta: float, neighbour: Neighbour) -> float:
+    """ε at δ of a composition holding leaves with no PLD (integer noise, sampled or not;
+    releases sampled without replacement): every leaf with an RDP curve composed in RDP
+    (summed over :data:`COMPOSITION_ORDERS`, converted as the papers do); the leaves
+    without one composed with that part's (ε_R, δ_R) pair as a PLD."""
     single = _single_integer(found, delta)
     if single is not None:
         return single
@@ -458,8 +523,9 @@ def _integer_epsilon(found: Leaves, delta: float, neighbour: Neighbour) -> float
             total = total + n * curve
     if not rest:
         return rdp_to_epsilon(total, orders, delta)[0]
+    interval = pld_interval(rest)
     try:
-        others = _pld(rest, neighbour)
+        others = _pld(rest, neighbour, interval)
     except OverflowError:
         return math.inf
     free = delta - _infinite_loss_mass(rest)  # the δ the (ε, δ) events leave
@@ -467,32 +533,56 @@ def _integer_epsilon(found: Leaves, delta: float, neighbour: Neighbour) -> float
     for share in _RDP_DELTA_SHARES:
         eps_r = rdp_to_epsilon(total, orders, share * free)[0] if free > 0 else math.inf
         if eps_r <= MAX_PLD_EPSILON:
-            pair = generic_pld(eps_r, share * free)
+            pair = generic_pld(eps_r, share * free, interval)
             best = min(best, float(pair.compose(others).get_epsilon_for_delta(delta)))
     return best
+
+
+def _trivially_infinite(found: Leaves, delta: float) -> bool:
+    """A non-private leaf, or (ε, δ) leaves whose δ alone adds up past ``delta``."""
+    return any(is_non_private(leaf) for leaf, _ in found) or _infinite_loss_mass(found) > delta
+
+
+def _rdp_bound(found: Leaves, delta: float, neighbour: Neighbour) -> float | None:
+    """ε at δ of the RDP composition of ``found`` (None if a leaf has no RDP curve)."""
+    total = _rdp(found, COMPOSITION_ORDERS, neighbour)
+    return None if total is None else rdp_to_epsilon(total, COMPOSITION_ORDERS, delta)[0]
 
 
 def epsilon_of(
     events: Iterable[dp_accounting.DpEvent], delta: float, *, neighbour: Neighbour = "add_remove"
 ) -> float:
     """ε at δ of the composition of ``events``: Gaussians in closed form, integer noise
-    by RDP, anything else by the PLD of its leaves (see the module docstring)."""
+    and releases sampled without replacement by RDP, anything else by the PLD of its
+    leaves, and the smaller of that and the RDP composition with bounded-range or
+    sampled events (see the module docstring)."""
     found = leaves(events)
     if not found:
         return 0.0
-    if any(is_non_private(leaf) for leaf, _ in found) or _infinite_loss_mass(found) > delta:
+    if _trivially_infinite(found, delta):
         return math.inf
     if all(type(leaf) is dp_accounting.GaussianDpEvent for leaf, _ in found):
         precision = sum(n * leaf.noise_multiplier**-2.0 for leaf, n in found)  # type: ignore[attr-defined]
         return gaussian_epsilon(precision**-0.5, delta)
-    if any(isinstance(leaf, IntegerNoiseDpEvent) for leaf, _ in found):
-        return _integer_epsilon(found, delta, neighbour)
+    if any(composes_by_rdp(leaf) for leaf, _ in found):
+        return _rdp_epsilon(found, delta, neighbour)
     epsilon = _pld_epsilon(found, delta, neighbour)
-    if any(isinstance(leaf, BoundedRangeDpEvent) for leaf, _ in found):
-        total = _rdp(found, COMPOSITION_ORDERS, neighbour)
-        if total is not None:
-            epsilon = min(epsilon, rdp_to_epsilon(total, COMPOSITION_ORDERS, delta)[0])
+    if any(isinstance(leaf, BoundedRangeDpEvent) or is_sampled(leaf) for leaf, _ in found):
+        by_rdp = _rdp_bound(found, delta, neighbour)
+        if by_rdp is not None:
+            epsilon = min(epsilon, by_rdp)
     return epsilon
+
+
+def _quick_within(found: Leaves, delta: float, neighbour: Neighbour, budget: float) -> float | None:
+    """A charge's shortcut with sampled events: the RDP composition's ε when it alone
+    meets ``budget`` (then :func:`epsilon_of`, never above it, does too), else None."""
+    if not 0 < delta < 1 or not any(is_sampled(leaf) for leaf, _ in found):
+        return None
+    if _trivially_infinite(found, delta):
+        return None
+    by_rdp = _rdp_bound(found, delta, neighbour)
+    return by_rdp if by_rdp is not None and by_rdp <= budget else None
 
 
 class Method(enum.StrEnum):
@@ -567,13 +657,20 @@ def composition(
     The PLD applies when it is smaller by more than :data:`PURE_MARGIN`, or when it alone
     meets ``budget``: a pure guarantee is the stronger statement at (nearly) equal ε.
     ``lazy`` (a charge's check): when the basic sum already meets ``budget`` the PLD is
-    not computed. Other events: :func:`epsilon_of` at ``delta``."""
+    not computed, nor with sampled events when their RDP composition meets it (the
+    :class:`Composition` then holds that figure). Other events: :func:`epsilon_of` at
+    ``delta``."""
     events = list(events)
     found = leaves(events)
     if not found:
         return Composition(0.0, 0.0, Method.NONE)
     pure = [(leaf_pure_epsilon(leaf), n) for leaf, n in found]
     if not all(p is not None for p, _ in pure):
+        quick = (
+            _quick_within(found, delta, neighbour, budget) if lazy and budget is not None else None
+        )
+        if quick is not None:
+            return Composition(quick, delta, Method.ACCOUNTANT)
         return Composition(epsilon_of(events, delta, neighbour=neighbour), delta, Method.ACCOUNTANT)
     basic = float(sum(p * n for p, n in pure if p is not None))
     if delta <= 0 or basic == 0.0 or (lazy and budget is not None and basic <= budget):
@@ -636,9 +733,12 @@ class PrivacyLedger:
         *,
         trust: Trust | None = None,
         noise: NoiseShares | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         """Record a planned mechanism that holds while ``trust`` does, refusing it if the
-        composition exceeds the budget (or warning, if the scenario allows overspending)."""
+        composition exceeds the budget (or warning, if the scenario allows overspending).
+        ``event`` is the release unsampled; with ``sampling`` it is amplified while the
+        sampler stays out of the coalition (the budget check counts it amplified)."""
         if label in self._entries:
             raise ValueError(f"ledger already has an entry {label!r}")
         if noise is not None and noise.integer is not None and noise.integer.delta != self.delta:
@@ -646,7 +746,8 @@ class PrivacyLedger:
                 f"{label}: integer noise bound converted at delta = {noise.integer.delta:g}, "
                 f"not at the ledger's delta = {self.delta:g}"
             )
-        entry = LedgerEntry(label, event, trust or Trust.nobody(), noise)
+        self._check_sampling(label, sampling, noise)
+        entry = LedgerEntry(label, event, trust or Trust.nobody(), noise, sampling=sampling)
         events = [*(e.event for e in self._entries.values()), entry.event]
         spent_at = composition(
             events, self.delta, neighbour=self.neighbour, budget=self._budget, lazy=True
@@ -672,6 +773,28 @@ class PrivacyLedger:
             if self.on_overspend is OverspendPolicy.WARN:
                 warnings.warn(message, OverspendWarning, stacklevel=2)
         self._entries[label] = entry
+
+    def _check_sampling(
+        self, label: str, sampling: Sampling | None, noise: NoiseShares | None
+    ) -> None:
+        """A sampling amplifies under one neighbouring relation (Poisson: add/remove-one,
+        fixed size: replace-one); the ledger's must be that one. Integer noise has a
+        bound only under Poisson sampling here."""
+        if sampling is None:
+            return
+        if not isinstance(sampling, Sampling):
+            raise TypeError(f"{label}: sampling must be a Sampling, got {sampling!r}")
+        if sampling.neighbour != self.neighbour:
+            raise ValueError(
+                f"{label}: {sampling.kind} sampling amplifies for {sampling.neighbour} "
+                f"neighbours, but this ledger accounts for {self.neighbour}; use a ledger "
+                f"with neighbour={sampling.neighbour!r} or the other sampling"
+            )
+        if noise is not None and noise.integer is not None and sampling.kind != "poisson":
+            raise ValueError(
+                f"{label}: integer noise is accounted under Poisson sampling only (Zhu & "
+                "Wang's bound); there is no bound here for a fixed-size sample of it"
+            )
 
     def non_private(self, label: str, reason: str) -> None:
         """Record a release that is not private by design (a labelled baseline, or a
@@ -699,7 +822,7 @@ class PrivacyLedger:
         if isinstance(realised, dp_accounting.NoOpDpEvent):
             self.withhold(label)
             return
-        self._entries[label] = LedgerEntry(
+        settled = LedgerEntry(
             label,
             entry.planned,
             entry.trust,
@@ -707,13 +830,17 @@ class PrivacyLedger:
             Status.RELEASED,
             realised,
             None if contributors is None else _as_members(contributors),
+            sampling=entry.sampling,
         )
+        if entry.sampling is not None and realised is not None:
+            entry.sampling.wrap(realised)  # an event it cannot amplify: TypeError now
+        self._entries[label] = settled
 
     def withhold(self, label: str) -> None:
         """The mechanism released nothing (an abort): it spends nothing."""
         entry = self._entries[label]
         self._entries[label] = LedgerEntry(
-            label, entry.planned, entry.trust, entry.noise, Status.WITHHELD
+            label, entry.planned, entry.trust, entry.noise, Status.WITHHELD, sampling=entry.sampling
         )
 
     def guarantee(self, coalition: Collection[str] = ()) -> Guarantee:
@@ -728,13 +855,14 @@ class PrivacyLedger:
                 EventRecord(
                     label=entry.label,
                     status=str(entry.status),
-                    planned=repr(entry.planned),
+                    planned=repr(entry.planned_event),
                     realised=repr(event),
                     trust=entry.trust.description,
                     trusted_parties=entry.trust.parties,
                     trust_kind=str(entry.trust.kind),
                     broken=entry.trust.broken_by(members),
                     reason=entry.reason,
+                    amplification=entry.amplification_against(members),
                 )
             )
         achieved = composition(events, self.delta, neighbour=self.neighbour, budget=self._budget)

@@ -1,10 +1,12 @@
-"""``privsim report``: summary tables in Markdown and figures for a results directory."""
+"""``privsim report``: summary tables in Markdown, figures and the per-round curves
+table for a results directory."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from privsim.analysis.curves import write_curves
 from privsim.analysis.summary import grid_columns, metrics_of, summarise, views_of
 from privsim.outputs import make_folder, write_text
 from privsim.studies.store import load
@@ -79,7 +81,8 @@ def _study_name(directory: Path) -> str:
 
 
 def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
-    """Write ``report/summary.md`` and ``report/*.png``; returns their paths."""
+    """Write ``report/summary.md``, ``report/*.png`` and, when the rows keep per-round
+    curves, ``report/curves.csv``; returns the summary's and the figures' paths."""
     from privsim.analysis.figures import draw_study
 
     directory = Path(directory)
@@ -88,6 +91,7 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
     summary = summarise(frame)
     out = make_folder(directory, "report", "report directory")  # a link out is refused
     figures = draw_study(frame, summary, out) if not summary.empty else []
+    curves = write_curves(frame, out)  # the rounds each replication kept, if any
     keys = grid_columns(frame)
     status = frame.groupby("status").size().to_dict() if "status" in frame else {}
     parts = [
@@ -115,6 +119,15 @@ def write_report(directory: str | Path) -> tuple[Path, list[Path]]:
     for view in views_of(frame):
         for title, body in view.sections(frame) if view.sections else []:
             parts += ["", f"## {title}", "", body]
+    if curves is not None:
+        parts += [
+            "",
+            "## Per-round curves",
+            "",
+            f"[`{curves.name}`]({curves.name}): every replication's rounds, one line per "
+            "replication and round (its row id, cell, replication, seed, status and grid "
+            "fields, then the round's figures).",
+        ]
     if figures:
         parts += ["", "## Figures", ""] + [f"![{p.stem}]({p.name})" for p in figures]
     errors = frame[frame["status"] == "error"] if "status" in frame else frame.iloc[0:0]

@@ -2,7 +2,8 @@
 
 The common sections of every result (privacy, accuracy, parties, communication,
 coalition, methods, timing) are flattened here, once; a protocol adds its own columns
-through its registry entry's ``flatten``.
+through its registry entry's ``flatten``, and its per-round curves (``curves``: a list
+of dicts, one per round) when its study view names them (``StudyView.curves``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from privsim import registry
+from privsim.analysis.curves import CURVES
 from privsim.kit.result import without_timing
 from privsim.kit.securesum.pool import ENV as ROUND_PROCESSES
 from privsim.runs import run
@@ -114,7 +116,23 @@ def flatten_result(result: Mapping[str, Any]) -> dict[str, Any]:
         },
         "timing": dict(result["timing"]),
     }
-    return _merge(_present(row), registry.get(result["protocol"]).flatten(result))
+    spec = registry.get(result["protocol"])
+    row = _merge(_present(row), spec.flatten(result))
+    curves = _curves(result, spec.study.curves)
+    if curves is not None:
+        row[CURVES] = curves
+    return row
+
+
+def _curves(result: Mapping[str, Any], key: str) -> list[dict[str, Any]] | None:
+    """The per-round dicts the protocol's study view keeps (``result[protocol][key]``),
+    as they are; None when the view keeps none or the result has none."""
+    if not key:
+        return None
+    rounds = (result.get(result["protocol"]) or {}).get(key)
+    if not isinstance(rounds, list):
+        return None
+    return [dict(r) for r in rounds if isinstance(r, Mapping)]
 
 
 def _present(section: dict[str, Any]) -> dict[str, Any]:

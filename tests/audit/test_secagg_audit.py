@@ -15,6 +15,7 @@ from privsim.audit import audit
 from privsim.audit.harness import plan_of
 from privsim.kit.audit import TrialBatch
 from privsim.kit.intnoise import sample_discrete_gaussian, sample_skellam
+from privsim.kit.secagg.noise import Noise
 from privsim.protocols.secagg import SECAGG, SECAGG_PLUS
 from privsim.protocols.secagg import run as secagg_run
 from privsim.protocols.secagg.audit import coalition_of, small_audit_scenario
@@ -76,7 +77,7 @@ def test_the_statistic_is_the_servers_centred_reading_mod_2_to_the_b(monkeypatch
     scenario = small_audit_scenario("discrete_gaussian")
     bits, scale = 48, 2**8
     monkeypatch.setattr(
-        secagg_run.Noise,
+        Noise,
         "sample",
         lambda self, rng, n: np.full(n, 1 << (bits - 2), dtype=np.int64),
     )
@@ -136,7 +137,7 @@ def test_skellam_shares_at_half_the_scale_are_caught(monkeypatch):
             "privacy.epsilon": 2.0,
         },
     )
-    monkeypatch.setattr(secagg_run.Noise, "sample", _halved)
+    monkeypatch.setattr(Noise, "sample", _halved)
     result = audit(scenario, 1_000_000, seed=3)
     assert result.claimed_epsilon == pytest.approx(2.0, rel=1e-6)
     assert result.exceeds_claim

@@ -134,6 +134,19 @@ SMALL: dict[str, tuple[str, tuple[str, ...]]] = {
             "faults.crash=0.0",
         ),
     ),
+    "fedlearn": (
+        "fedlearn",
+        (
+            "population.clients=60",
+            "training.cohort=20",
+            "training.rounds=3",
+            'availability.model="always"',
+            "faults.crash=0.0",
+            'network.encryption="none"',
+            "dataset.synthetic_features=10",
+            "dataset.synthetic_classes=3",
+        ),
+    ),
     "summarization": (
         "summarization",
         (
@@ -160,6 +173,7 @@ OVER_BUDGET: dict[str, tuple[str, ...]] = {
     "secagg": ("secagg.noise_multiplier=0.1",),
     "secagg_plus": ("secagg.noise_multiplier=0.1",),
     "summarization": ("privacy.epsilon=0.1",),  # the small run composes to ε = 0.28 (PLD)
+    "fedlearn": ("training.noise_multiplier=0.1",),  # 3 rounds at z = 0.1: ε ≫ 4
 }
 
 #: Runs that release but whose achieved guarantee is not met (exit 3): (protocol, id,
@@ -214,6 +228,18 @@ NOT_MET: list[tuple[str, str, tuple[str, ...], bool]] = [
         True,
     ),
     ("summarization", "curator", ('threat.colluding_servers=["curator"]',), True),
+    (
+        "fedlearn",
+        "every-compute-node",
+        ('threat.colluding_servers=["compute-0","compute-1","compute-2"]',),
+        True,
+    ),
+    (
+        "fedlearn",
+        "over-warn",
+        ("training.noise_multiplier=0.1", 'privacy.on_overspend="warn"'),
+        False,
+    ),
     ("summarization", "over-warn", ("privacy.epsilon=0.1", 'privacy.on_overspend="warn"'), False),
 ]
 
@@ -227,6 +253,7 @@ ABORTS: dict[str, tuple[str, ...]] = {
     "secagg": ("faults.absent=0.7",),  # fewer than t = 8 live share holders
     "secagg_plus": ("faults.absent=0.7",),
     "summarization": ('faults.roles=["curator"]', "faults.absent=1.0"),
+    "fedlearn": ("faults.absent=1.0",),  # every picked client absent: no round releases
 }
 
 

@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privsim.protocols.secagg import SECAGG, SECAGG_PLUS
-from privsim.protocols.secagg.messages import (
+from privsim.kit.secagg.messages import (
     AdvertiseKeys,
     EncryptedShares,
     MaskedInput,
     UnmaskShares,
 )
-from privsim.protocols.secagg.outcome import AbortReason
+from privsim.kit.secagg.outcome import AbortReason
+from privsim.protocols.secagg import SECAGG, SECAGG_PLUS
 from privsim.protocols.secagg.run import run_secagg, simulate
 from privsim.scenarios import ScenarioError, scenario_from_dict
 from privsim.scenarios.convert import set_fields

@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from privsim.protocols.secagg.crypto import KeyPair, agree, expand, open_share
-from privsim.protocols.secagg.graph import harary
-from privsim.protocols.secagg.keybook import SECRET_WORDS, KeyBook, neighbour_matrix
-from privsim.protocols.secagg.maths import pack_records
-from privsim.protocols.secagg.pool import Inline, Processes
-from privsim.protocols.secagg.run import share_book
+from privsim.kit.secagg.crypto import KeyPair, agree, expand, open_share
+from privsim.kit.secagg.graph import harary
+from privsim.kit.secagg.keybook import SECRET_WORDS, KeyBook, neighbour_matrix, share_book
+from privsim.kit.secagg.maths import pack_records
+from privsim.kit.secagg.pool import Inline, Processes
 from privsim.sim.keystream import KeyStream
 from tests.processes import alive
 
@@ -171,7 +170,7 @@ def test_a_failing_task_reaches_its_reader():
 def test_workers_end_when_their_parent_is_killed():
     script = (
         "import json, sys, time\n"
-        "from privsim.protocols.secagg.pool import Processes\n"
+        "from privsim.kit.secagg.pool import Processes\n"
         "pool = Processes(2)\n"
         "print(json.dumps([w.pid for w in pool._workers]), flush=True)\n"
         "time.sleep(120)\n"

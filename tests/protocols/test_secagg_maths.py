@@ -12,10 +12,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from scipy import stats
 
 from privsim.kit import shamir
-from privsim.protocols.secagg.crypto import KeyPair, agree, expand, open_share, seal_share
-from privsim.protocols.secagg.graph import choose_parameters, harary, threshold_for
-from privsim.protocols.secagg.maths import decode_sum, encode_inputs, pack_records, unpack_records
-from privsim.protocols.secagg.sharing import (
+from privsim.kit.secagg.crypto import KeyPair, agree, expand, open_share, seal_share
+from privsim.kit.secagg.graph import choose_parameters, harary, threshold_for
+from privsim.kit.secagg.maths import decode_sum, encode_inputs, pack_records, unpack_records
+from privsim.kit.secagg.sharing import (
     ShareBook,
     bytes_to_words,
     interpolate_at_zero,

@@ -13,7 +13,7 @@ import itertools
 
 import pytest
 
-from privsim.protocols.secagg.trust import ServerThreshold
+from privsim.kit.secagg.trust import ServerThreshold
 from privsim.sim.ledger import TrustKind
 
 CLIENTS = tuple(f"client-{i}" for i in range(6))

@@ -74,7 +74,7 @@ def test_a_closed_pool_takes_no_more_tasks():
 
 
 def test_a_task_given_alone_is_imported_without_its_packages_init():
-    from privsim.protocols.secagg import bulk
+    from privsim.kit.secagg import bulk
 
     workers.Pool.local(1).close(abort=True)  # a fresh worker, no earlier task's imports
     pool = workers.Pool.local(1)
@@ -82,12 +82,12 @@ def test_a_task_given_alone_is_imported_without_its_packages_init():
         secret = np.frombuffer(bytes(range(32)), np.uint8)[None]
         keys = pool.submit(workers.alone(bulk.public_keys), secret)
         assert keys.result(timeout=60).tobytes() == bulk.public_keys(secret).tobytes()
-        loaded = pool.submit(_modules, "privsim.protocols").result(timeout=60)
+        loaded = pool.submit(_modules, "privsim.kit").result(timeout=60)
     finally:
         pool.close(abort=True)
-    assert "privsim.protocols.secagg.bulk" in loaded
-    assert "privsim.protocols.secagg" not in loaded  # nor the protocol machinery
-    assert "privsim.protocols.secagg.run" not in loaded
+    assert "privsim.kit.secagg.bulk" in loaded
+    assert "privsim.kit.secagg" not in loaded  # nor the round machinery
+    assert "privsim.kit.secagg.round" not in loaded
 
 
 def test_the_worker_count_is_checked(monkeypatch):

@@ -5,9 +5,15 @@ with a self mask and pairwise masks agreed with X25519, shares the mask secrets 
 Shamir's t-of-n scheme (encrypted with AES-GCM), and the survivors help the server strip
 the masks of the dropped. SecAgg runs on the complete graph; SecAgg+ on a random Harary
 graph of degree k = O(log N) with (k, t) chosen for a target dropout and corruption
-(:mod:`.graph`). Optional integer noise (:mod:`privsim.kit.intnoise`) makes the sum
-differentially private against the server as long as it does not collude with t
-holders of one client's shares (:mod:`.trust`).
+(:mod:`privsim.kit.secagg.graph`). Optional integer noise (:mod:`privsim.kit.intnoise`)
+makes the sum differentially private against the server as long as it does not collude
+with t holders of one client's shares (:mod:`privsim.kit.secagg.trust`).
+
+The round itself is the kit's (:mod:`privsim.kit.secagg`, which other protocols call
+too); this package holds the protocol's own: its ``[secagg]`` table (:mod:`.config`),
+the synthetic client vectors, (k, t) and noise planned from the scenario and the run's
+result (:mod:`.run`), the report (:mod:`.report`), the audit (:mod:`.audit`) and what a
+coalition unmasks (:mod:`.coalition`).
 """
 
 from __future__ import annotations
@@ -17,10 +23,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from privsim.kit.secagg.graph import MAX_DEGREE
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.secagg.audit import audit_plan
 from privsim.protocols.secagg.config import SecAggConfig
-from privsim.protocols.secagg.graph import MAX_DEGREE
 from privsim.protocols.secagg.report import flatten, report_lines
 from privsim.protocols.secagg.run import (
     SERVER,

@@ -15,19 +15,19 @@ centred range and divided by 2^f, minus what the coalition knows: the other clie
 inputs (all 0, known) and the colluders' own words x_u + η_u. Subtracting known words
 mod 2^b before the centred reading is the same as leaving them out of the modular sum,
 so the statistic is the decoded sum of the honest clients' words
-x_u = round(z_u·2^f) + η_u mod 2^b (:func:`~privsim.protocols.secagg.maths.encode_inputs`,
-summed in Z_{2^64} and decoded by :func:`~privsim.protocols.secagg.maths.decode_sum`, as
+x_u = round(z_u·2^f) + η_u mod 2^b (:func:`~privsim.kit.secagg.maths.encode_inputs`,
+summed in Z_{2^64} and decoded by :func:`~privsim.kit.secagg.maths.decode_sum`, as
 the server does: a noisy sum that leaves ±2^(b−1) wraps around as in a run). The
 masks cancel in the sum, and while the trust holds (the server does not collude with t
 holders of one client's shares) the sum is all the view gives. Each honest client's
 share η_u is drawn by the run's noise plan
 (:func:`~privsim.protocols.secagg.run.noise_plan`, its
-:meth:`~privsim.protocols.secagg.run.Noise.sample`: the kit's discrete Gaussian or
+:meth:`~privsim.kit.secagg.noise.Noise.sample`: the kit's discrete Gaussian or
 Skellam sampler) for the first coordinate, vectorised over trials. Every client is
 included (no dropout in the audited release).
 
 Claim: the ledger's ε for this release against the coalition, charged as a run charges
-it (:func:`~privsim.protocols.secagg.run._charge`, the ``ServerThreshold`` trust and the
+it (:func:`~privsim.kit.secagg.round.charge`, the ``ServerThreshold`` trust and the
 N − T − 1 credited shares), with the per-client parameter calibrated here from the
 budget and the papers' sensitivity (Δ₂ = C·2^f + √d, doubled for replace-one), so an
 implementation that draws less noise than the papers' calibration is caught by the
@@ -44,23 +44,21 @@ import numpy as np
 import numpy.typing as npt
 
 from privsim.kit.audit import AuditPlan, TrialBatch
-from privsim.kit.intnoise.accounting import account, calibrate
-from privsim.kit.intnoise.modulus import plan_modulus
+from privsim.kit.intnoise.accounting import calibrate
 from privsim.kit.intnoise.noise import NoiseKind, client_parameter
 from privsim.kit.intnoise.rounding import integer_sensitivity
+from privsim.kit.secagg import round as secagg
+from privsim.kit.secagg.maths import decode_sum, encode_inputs
+from privsim.kit.secagg.noise import Noise
 from privsim.protocols.secagg.config import SecAggConfig
-from privsim.protocols.secagg.graph import harary
-from privsim.protocols.secagg.maths import decode_sum, encode_inputs
 from privsim.protocols.secagg.run import (
     MECHANISM,
+    NON_PRIVATE,
     SERVER,
     WRAP_PROBABILITY,
-    Noise,
     noise_plan,
     parameters,
 )
-from privsim.protocols.secagg.run import _charge as charge_release
-from privsim.protocols.secagg.trust import ServerThreshold
 from privsim.scenarios import scenario_from_dict
 from privsim.scenarios.convert import set_fields
 from privsim.scenarios.schema import Scenario
@@ -141,38 +139,39 @@ def claimed_noise(scenario: Scenario) -> Noise | None:
     else:
         total = (cfg.noise_multiplier * cfg.clip_norm * scale) ** 2
         parameter = client_parameter(kind, total, honest)
-    return Noise(
-        kind=kind,
-        parameter=parameter,
-        account=account(
-            kind,
-            parameter,
-            honest_clients=honest,
-            sensitivity=sensitivity,
-            dimension=d,
-            delta=p.delta,
-        ),
-        modulus=plan_modulus(n, d, cfg.clip_norm, scale, parameter, kind, WRAP_PROBABILITY),
+    return Noise.of(
+        kind,
+        parameter,
+        clients=n,
+        honest=honest,
+        sensitivity=sensitivity,
+        dimension=d,
+        delta=p.delta,
+        clip=cfg.clip_norm,
+        scale=scale,
+        wrap_probability=WRAP_PROBABILITY,
     )
 
 
 def _claim(scenario: Scenario, coalition: frozenset[str]) -> Guarantee:
     """The ledger's guarantee for one release with every client included, against
     ``coalition``, charged as a run charges it with :func:`claimed_noise`."""
-    p = scenario.privacy
+    p, cfg = scenario.privacy, scenario.table("secagg", SecAggConfig)
     clients = _clients(scenario)
-    params = parameters(scenario)
-    holders: tuple[tuple[int, ...], ...] = ()
-    if scenario.protocol != "secagg":  # SecAgg+: the graph a run draws at the seed
-        rng = Streams(scenario.seed).generator("secagg", "graph")
-        graph = harary(len(clients), params.degree, rng)
-        if not graph.complete:
-            holders = tuple(tuple(graph.holders(i).tolist()) for i in range(len(clients)))
-    trust = ServerThreshold.of(SERVER, clients, params.threshold, holders)
+    plan = secagg.plan(  # SecAgg+: on the graph a run draws at the seed
+        clients,
+        SERVER,
+        params=parameters(scenario),
+        dimension=cfg.dimension,
+        bits=cfg.modulus_bits,
+        streams=Streams(scenario.seed),
+        fraction_bits=cfg.fraction_bits,
+        noise=claimed_noise(scenario),
+        round_timeout=cfg.round_timeout,
+    )
     ledger = PrivacyLedger(p.epsilon, p.delta, on_overspend="allow", neighbour=p.neighbour)
-    noise = claimed_noise(scenario)
-    charge_release(ledger, noise, trust, clients)
-    if noise is not None:
+    secagg.charge(ledger, MECHANISM, plan, non_private=NON_PRIVATE)
+    if plan.noise is not None:
         ledger.settle(MECHANISM, contributors=clients)
     return ledger.guarantee(coalition)
 

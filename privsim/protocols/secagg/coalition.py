@@ -17,7 +17,7 @@ from collections.abc import Collection
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.secagg.graph import Graph
+from privsim.kit.secagg.graph import Graph
 
 __all__ = ["exposure"]
 

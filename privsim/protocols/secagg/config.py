@@ -24,7 +24,7 @@ class SecAggConfig:
 
     SecAgg+ graph: ``degree`` k of the Harary graph (0: chosen from
     ``target_dropout`` δ, ``target_corruption`` γ, ``security_bits`` σ and
-    ``correctness_bits`` η, see :mod:`.graph`).
+    ``correctness_bits`` η, see :mod:`privsim.kit.secagg.graph`).
 
     Noise: ``noise = "none"`` releases the exact sum (not differentially private);
     ``"discrete_gaussian"`` / ``"skellam"`` add integer noise in shares from each

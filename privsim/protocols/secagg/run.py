@@ -1,5 +1,6 @@
-"""A SecAgg or SecAgg+ run: synthetic client vectors, one four-round aggregation on the
-bus, and what it achieved.
+"""A SecAgg or SecAgg+ run: synthetic client vectors summed in one four-round
+aggregation on the bus (the kit's round, :mod:`privsim.kit.secagg.round`), with the
+scenario's (k, t) and noise plan, and what it achieved.
 
 :func:`simulate` builds one world and returns it with the outcome (for tests and
 analyses that want the trace); :func:`run_secagg` summarises it into a
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,67 +18,49 @@ import numpy as np
 import numpy.typing as npt
 
 from privsim.data.synthetic import SyntheticVectors
-from privsim.kit.intnoise import sample_discrete_gaussian, sample_skellam
-from privsim.kit.intnoise.accounting import IntegerAccount, account, calibrate
-from privsim.kit.intnoise.modulus import ModulusPlan, ModulusTooSmallError, plan_modulus
+from privsim.kit.intnoise.accounting import account, calibrate
+from privsim.kit.intnoise.modulus import ModulusTooSmallError, plan_modulus
 from privsim.kit.intnoise.noise import NoiseKind, client_parameter
 from privsim.kit.intnoise.rounding import integer_sensitivity as kit_sensitivity
 from privsim.kit.result import Abort, Privacy, RunResult
+from privsim.kit.secagg import round as secagg
+from privsim.kit.secagg.graph import Graph, Parameters, choose_parameters
+from privsim.kit.secagg.keybook import KeyBook
+from privsim.kit.secagg.noise import Noise
+from privsim.kit.secagg.outcome import Outcome
 from privsim.kit.world import agree_channels, build_world
-from privsim.protocols.secagg import behaviours as roles
 from privsim.protocols.secagg.coalition import exposure
 from privsim.protocols.secagg.config import SecAggConfig
-from privsim.protocols.secagg.graph import Graph, Parameters, choose_parameters, harary
-from privsim.protocols.secagg.keybook import SECRET_WORDS, KeyBook
-from privsim.protocols.secagg.maths import encode_inputs
-from privsim.protocols.secagg.outcome import AbortReason, Outcome
-from privsim.protocols.secagg.pool import executor, workers
-from privsim.protocols.secagg.sharing import ShareBook, bytes_to_words
-from privsim.protocols.secagg.trust import ServerThreshold
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
-from privsim.sim.keystream import KeyStream
 from privsim.sim.ledger import PrivacyLedger
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["SERVER", "Simulation", "parameters", "plan_ledger", "run_secagg", "simulate"]
+__all__ = [
+    "SERVER",
+    "Simulation",
+    "noise_plan",
+    "parameters",
+    "plan_ledger",
+    "round_plan",
+    "run_secagg",
+    "simulate",
+]
 
 #: The aggregation server's party id.
 SERVER = "server"
 #: The ledger label of the one release.
 MECHANISM = "secure-aggregation"
-#: Coordinates of the client vectors generated together (one block of clients).
-INPUT_BLOCK_ELEMENTS = 1 << 18
+#: Why a release without noise is non-private (the ledger's record).
+NON_PRIVATE = "secagg.noise = 'none': the exact sum of the survivors' inputs is released"
 #: Largest dimension whose released sum the result carries in full.
 RELEASED_IN_RESULT = 1000
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Noise:
-    """The integer noise plan: each client's share parameter (σ_i of a discrete
-    Gaussian, or μ_i of a Skellam), the N − T − 1 honest shares it is calibrated for,
-    the accountant's figures for the release, and the planned modulus."""
-
-    kind: NoiseKind
-    parameter: float
-    account: IntegerAccount
-    modulus: ModulusPlan
-
-    @property
-    def honest(self) -> int:
-        return self.account.honest_clients
-
-    def sample(self, rng: np.random.Generator, dimension: int) -> npt.NDArray[np.int64]:
-        """One client's share of the noise."""
-        if self.kind == "discrete_gaussian":
-            return sample_discrete_gaussian(rng, self.parameter, dimension)
-        return sample_skellam(rng, self.parameter, dimension)
-
-
 def parameters(scenario: Scenario) -> Parameters:
     """(k, t) for the scenario: SecAgg on the complete graph, SecAgg+ on a Harary graph,
-    as :func:`~privsim.protocols.secagg.graph.choose_parameters` chooses them."""
+    as :func:`~privsim.kit.secagg.graph.choose_parameters` chooses them."""
     cfg = scenario.table("secagg", SecAggConfig)
     n = scenario.population.clients
     found = choose_parameters(
@@ -197,78 +179,31 @@ class Simulation:
         return np.asarray(np.rint(rows * scale).sum(axis=0) / scale, dtype=np.float64)
 
 
-def share_book(
-    secrets: npt.NDArray[np.uint64], graph: Graph, threshold: int, coefficients: KeyStream
-) -> ShareBook:
-    """Every client's shares of (b_u, s_u^SK), from the same key material its behaviour
-    uses (words 4–7: s_u^SK, words 8–9: b_u), for its graph holders."""
-    n = graph.n
-    raw = np.ascontiguousarray(secrets, dtype="<u8").view(np.uint8).reshape(n, 8 * SECRET_WORDS)
-    words = np.concatenate([bytes_to_words(raw[:, 64:80]), bytes_to_words(raw[:, 32:64])], axis=1)
-    if graph.complete:
-        holders = np.broadcast_to(np.arange(n, dtype=np.int64), (n, n))
-    else:
-        holders = graph.holder_matrix()
-    return ShareBook(words, holders, threshold, coefficients)
-
-
-def _inputs(data: SyntheticVectors, cfg: SecAggConfig, noise: Noise | None) -> roles.ClientInput:
-    """Client u's (z_u, η_u, x_u): its clipped vector, its noise share and the encoded
-    sum of the two. The vectors are generated for blocks of clients at once (the same
-    values as one at a time: each client's are a function of its own stream position)
-    and each is handed out once."""
-    zero = np.zeros(cfg.dimension, dtype=np.int64)
-    zero.flags.writeable = False
-    block = max(1, min(1024, INPUT_BLOCK_ELEMENTS // max(1, cfg.dimension)))
-    made: set[int] = set()
-    waiting: dict[int, npt.NDArray[np.float64]] = {}
-
-    def inputs(
-        index: int, rng: Callable[[], np.random.Generator]
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
-        start = index - index % block
-        if start not in made:
-            made.add(start)
-            rows = data.rows(np.arange(start, min(start + block, data.n)))
-            # copies: the block goes at once, each row when its client has taken it
-            waiting.update((start + j, row.copy()) for j, row in enumerate(rows))
-        z = waiting.pop(index)
-        eta = zero if noise is None else noise.sample(rng(), cfg.dimension)
-        return z, eta, encode_inputs(z, cfg.fraction_bits, cfg.modulus_bits, eta)
-
-    return inputs
-
-
-def _charge(
-    ledger: PrivacyLedger, noise: Noise | None, trust: ServerThreshold, clients: tuple[str, ...]
-) -> None:
-    if noise is None:
-        ledger.non_private(
-            MECHANISM, "secagg.noise = 'none': the exact sum of the survivors' inputs is released"
-        )
-        return
-    # The accountant's (ε, δ) as its equivalent Gaussian event; the ledger re-evaluates
-    # the papers' bound at the H − 1 honest shares that reach the sum (the target's own
-    # uncredited): H = N − T gives this event, fewer a finite, larger ε.
-    ledger.charge(
-        MECHANISM, noise.account.event, trust=trust, noise=noise.account.noise_shares(clients)
+def round_plan(scenario: Scenario, streams: Streams) -> secagg.RoundPlan:
+    """The kit's round for the scenario: clients ``client-0`` … ``client-(N−1)`` and the
+    server, (k, t) from :func:`parameters`, the graph drawn from ``streams``, the noise
+    of :func:`noise_plan`."""
+    cfg = scenario.table("secagg", SecAggConfig)
+    clients = tuple(f"client-{i}" for i in range(scenario.population.clients))
+    return secagg.plan(
+        clients,
+        SERVER,
+        params=parameters(scenario),
+        dimension=cfg.dimension,
+        bits=cfg.modulus_bits,
+        streams=streams,
+        fraction_bits=cfg.fraction_bits,
+        noise=noise_plan(scenario),
+        round_timeout=cfg.round_timeout,
     )
 
 
-def _charged(
-    scenario: Scenario,
-    clients: tuple[str, ...],
-    params: Parameters,
-    graph: Graph,
-    noise: Noise | None,
-) -> PrivacyLedger:
+def _charged(scenario: Scenario, plan: secagg.RoundPlan) -> PrivacyLedger:
     """The ledger with the round charged (refused over budget before anything runs),
     trusting the server short of ``t`` share holders of a client's."""
     p = scenario.privacy
     ledger = PrivacyLedger(p.epsilon, p.delta, on_overspend=p.on_overspend)
-    holders = () if graph.complete else tuple(map(tuple, graph.holder_matrix().tolist()))
-    trust = ServerThreshold.of(SERVER, clients, params.threshold, holders)
-    _charge(ledger, noise, trust, clients)
+    secagg.charge(ledger, MECHANISM, plan, non_private=NON_PRIVATE)
     return ledger
 
 
@@ -276,47 +211,25 @@ def plan_ledger(scenario: Scenario) -> PrivacyLedger:
     """The ledger as :func:`run_secagg` charges it, before anything runs (on the graph of
     the scenario's own seed: the trust recorded depends on it, the budget's verdict
     does not)."""
-    n = scenario.population.clients
-    params = parameters(scenario)
-    graph = harary(n, params.degree, Streams(scenario.seed).generator("secagg", "graph"))
-    clients = tuple(f"client-{i}" for i in range(n))
-    return _charged(scenario, clients, params, graph, noise_plan(scenario))
-
-
-#: Key agreements (pairs × 2 kinds) from which a round uses worker processes: about a
-#: second of work on one core, against a fraction of a second to start them.
-MIN_AGREEMENTS_FOR_PROCESSES = 20_000
-
-
-def round_processes(graph: Graph, processes: int | None = None) -> int:
-    """Worker processes for the round's bulk cryptography: ``processes`` if given, else
-    :func:`~privsim.protocols.secagg.pool.workers` for rounds of at least
-    :data:`MIN_AGREEMENTS_FOR_PROCESSES` agreements, else 1 (all in this process)."""
-    if processes is not None:
-        return max(1, processes)
-    if graph.n * graph.degree < MIN_AGREEMENTS_FOR_PROCESSES:  # 2 kinds × n·k/2 pairs
-        return 1
-    return workers()
+    return _charged(scenario, round_plan(scenario, Streams(scenario.seed)))
 
 
 def simulate(
     scenario: Scenario, seed: int | None = None, *, processes: int | None = None
 ) -> Simulation:
     """Simulate the scenario's protocol (``secagg`` or ``secagg_plus``). ``processes``:
-    worker processes for the bulk cryptography (default :func:`round_processes`); the
-    result is the same whatever their number."""
+    worker processes for the bulk cryptography (default
+    :func:`~privsim.kit.secagg.round.round_processes`); the result is the same whatever
+    their number."""
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     if scenario.protocol not in ("secagg", "secagg_plus"):
         raise ValueError(f"simulate runs 'secagg' or 'secagg_plus', not {scenario.protocol!r}")
     cfg = scenario.table("secagg", SecAggConfig)
     streams = Streams(seed)
-    n = scenario.population.clients
-    clients = tuple(f"client-{i}" for i in range(n))
-    params = parameters(scenario)
-    graph = harary(n, params.degree, streams.generator("secagg", "graph"))
+    plan = round_plan(scenario, streams)
     data = SyntheticVectors(
-        n,
+        len(plan.clients),
         cfg.dimension,
         mean=cfg.mean,
         scale=cfg.scale,
@@ -324,67 +237,26 @@ def simulate(
         stream=streams.keystream("data", "synthetic"),
         distribution=cfg.distribution,
     )
-    noise = noise_plan(scenario)
-    ledger = _charged(scenario, clients, params, graph, noise)
+    ledger = _charged(scenario, plan)
 
-    world = build_world(scenario, streams, [*clients, SERVER])
-    secrets = streams.keystream("secagg", "client-secrets").words(np.arange(n), 0, SECRET_WORDS)
-    book = share_book(secrets, graph, params.threshold, streams.keystream("secagg", "shamir"))
-    bulk = executor(round_processes(graph, processes))
-    finished = False
-    try:  # the workers stop with the round, at once if it fails or is interrupted
-        keys = KeyBook(
-            secrets,
-            graph,
-            dimension=cfg.dimension,
-            bits=cfg.modulus_bits,
-            executor=bulk,
-            shares=book,
-        )
-        plan = roles.SecAggPlan(
-            clients=clients,
-            server=SERVER,
-            graph=graph,
-            threshold=params.threshold,
-            dimension=cfg.dimension,
-            bits=cfg.modulus_bits,
-            fraction_bits=cfg.fraction_bits,
-            round_timeout=cfg.round_timeout,
-            keys=keys,
-            book=book,
-            inputs=_inputs(data, cfg, noise),
-        )
-        for agent in world.add_parties("client", clients):
-            world.start(agent, roles.client(agent, plan))
-        server = world.add_party(SERVER, "server")
-        world.start(server, roles.server(server, plan))
-        agree_channels(world, lambda w: [(c, SERVER) for c in w.parties_by_role.get("client", [])])
-        world.run()
-        finished = True
-    finally:
-        bulk.close(abort=not finished)
-    outcome = server.result
-    if not isinstance(outcome, Outcome):
-        outcome = Outcome(
-            released=None, abort=AbortReason.SERVER_CRASHED, detail="the server crashed"
-        )
-    if outcome.ok and outcome.included is not None:
-        if noise is not None:
-            ledger.settle(MECHANISM, contributors=[clients[i] for i in outcome.included.tolist()])
-    elif noise is not None:
-        ledger.withhold(MECHANISM)
+    world = build_world(scenario, streams, [*plan.clients, SERVER])
+    with secagg.launch(world, plan, data.rows, processes=processes) as launched:
+        agree_channels(world, lambda _: secagg.channel_pairs(plan))
+        world.run()  # the workers stop with the round, at once if it fails or is interrupted
+    outcome = secagg.outcome_of(launched)
+    secagg.settle(ledger, MECHANISM, plan, outcome)
     return Simulation(
         scenario=scenario,
         seed=seed,
         world=world,
         outcome=outcome,
         data=data,
-        clients=clients,
-        graph=graph,
-        params=params,
-        noise=noise,
+        clients=plan.clients,
+        graph=plan.graph,
+        params=plan.params,
+        noise=plan.noise,
         ledger=ledger,
-        keys=keys,
+        keys=launched.keys,
         wall_seconds=time.perf_counter() - started,
     )
 

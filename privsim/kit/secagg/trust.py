@@ -23,7 +23,9 @@ class ServerThreshold(Trust):
     """Broken when the coalition holds ``server`` and, for some client, at least
     ``threshold`` of the holders of its shares (``holders[i]``: client indices;
     empty: every client holds every client's shares). ``parties`` lists the server and
-    every client (the parties whose honesty the guarantee rests on)."""
+    every client (the parties whose honesty the guarantee rests on): client i is
+    ``parties[1 + i]``, read from its name ``{prefix}-{i}`` when it has that form (a
+    whole population), else looked up (a round over a cohort of named clients)."""
 
     server: str = ""
     threshold: int = 1
@@ -33,11 +35,27 @@ class ServerThreshold(Trust):
     def broken_by(self, coalition: Collection[str]) -> bool:
         if self.server not in coalition:
             return False
-        head = self.prefix + "-"
-        colluding = {int(p[len(head) :]) for p in coalition if p.startswith(head)}
+        colluding = self._indices(coalition)
         if not self.holders:
             return len(colluding) >= self.threshold
         return any(len(colluding.intersection(h)) >= self.threshold for h in self.holders)
+
+    def _indices(self, coalition: Collection[str]) -> set[int]:
+        """The client indices of the coalition's clients."""
+        clients, head = self.parties[1:], self.prefix + "-"
+        found: set[int] = set()
+        others: list[str] = []
+        for p in coalition:
+            number = p[len(head) :] if p.startswith(head) else ""
+            i = int(number) if number.isdecimal() else -1
+            if 0 <= i < len(clients) and clients[i] == p:
+                found.add(i)
+            elif p != self.server:
+                others.append(p)
+        if others:  # names that are not their own position's: look them up
+            index = {c: i for i, c in enumerate(clients)}
+            found.update(index[p] for p in others if p in index)
+        return found
 
     @classmethod
     def of(

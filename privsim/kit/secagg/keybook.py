@@ -2,8 +2,8 @@
 round, computed in bulk (Bonawitz et al. 2017, Figure 4: KA.gen, KA.agree, the AE.enc of
 ShareKeys and the masks of MaskedInputCollection), on worker processes for large rounds.
 
-Client u's key material is a function of the round's seed (row u of the
-``("secagg", "client-secrets")`` stream): c_u^SK, s_u^SK (32 bytes each) and b_u. So
+Client u's key material is a function of the round's seed (row u of the round's
+``(*label, "client-secrets")`` stream, :func:`privsim.kit.secagg.round.launch`): c_u^SK, s_u^SK (32 bytes each) and b_u. So
 every value a client will compute from it is known before the round starts, and the
 book computes them all at once (:mod:`.bulk`) while the simulation runs:
 
@@ -44,13 +44,22 @@ import numpy as np
 import numpy.typing as npt
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from privsim.protocols.secagg import bulk
-from privsim.protocols.secagg.crypto import KEY_BYTES, SEED_BYTES, agree, seal_share
-from privsim.protocols.secagg.graph import Graph
-from privsim.protocols.secagg.pool import Executor
-from privsim.protocols.secagg.sharing import ShareBook
+from privsim.kit.secagg import bulk
+from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, agree, seal_share
+from privsim.kit.secagg.graph import Graph
+from privsim.kit.secagg.pool import Executor
+from privsim.kit.secagg.sharing import ShareBook, bytes_to_words
+from privsim.sim.keystream import KeyStream
 
-__all__ = ["MASK_BYTES", "SEALED_BYTES", "SECRET_WORDS", "KeyBook", "Peers", "neighbour_matrix"]
+__all__ = [
+    "MASK_BYTES",
+    "SEALED_BYTES",
+    "SECRET_WORDS",
+    "KeyBook",
+    "Peers",
+    "neighbour_matrix",
+    "share_book",
+]
 
 U8 = npt.NDArray[np.uint8]
 U64 = npt.NDArray[np.uint64]
@@ -76,6 +85,19 @@ def neighbour_matrix(graph: Graph) -> I64:
     n = graph.n
     cols = np.arange(n - 1, dtype=np.int64)[None, :]
     return cols + (cols >= np.arange(n, dtype=np.int64)[:, None])
+
+
+def share_book(secrets: U64, graph: Graph, threshold: int, coefficients: KeyStream) -> ShareBook:
+    """Every client's shares of (b_u, s_u^SK), from the same key material its behaviour
+    uses (words 4–7: s_u^SK, words 8–9: b_u), for its graph holders."""
+    n = graph.n
+    raw = np.ascontiguousarray(secrets, dtype="<u8").view(np.uint8).reshape(n, 8 * SECRET_WORDS)
+    words = np.concatenate([bytes_to_words(raw[:, 64:80]), bytes_to_words(raw[:, 32:64])], axis=1)
+    if graph.complete:
+        holders = np.broadcast_to(np.arange(n, dtype=np.int64), (n, n))
+    else:
+        holders = graph.holder_matrix()
+    return ShareBook(words, holders, threshold, coefficients)
 
 
 class KeyBook:

@@ -26,8 +26,8 @@ import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from privsim.protocols.secagg.crypto import KEY_BYTES, SEED_BYTES, TAG_BYTES, keystream, seal_share
-from privsim.protocols.secagg.maths import RECORD_BYTES, pack_records
+from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, TAG_BYTES, keystream, seal_share
+from privsim.kit.secagg.maths import RECORD_BYTES, pack_records
 
 __all__ = ["agreements", "mask_dtype", "mask_sums", "public_keys", "seal_shares"]
 

@@ -19,15 +19,15 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
-from privsim.protocols.secagg.crypto import (
+from privsim.kit.secagg.crypto import (
     KEY_BYTES,
     SEED_BYTES,
     TAG_BYTES,
     open_shares,
 )
-from privsim.protocols.secagg.graph import Graph
-from privsim.protocols.secagg.keybook import KeyBook
-from privsim.protocols.secagg.maths import (
+from privsim.kit.secagg.graph import Graph
+from privsim.kit.secagg.keybook import KeyBook
+from privsim.kit.secagg.maths import (
     B_WORDS,
     RECORD_BYTES,
     SK_WORDS,
@@ -37,7 +37,7 @@ from privsim.protocols.secagg.maths import (
     unpack_records,
     wire_dtype,
 )
-from privsim.protocols.secagg.messages import (
+from privsim.kit.secagg.messages import (
     AdvertiseKeys,
     Directory,
     EncryptedShares,
@@ -45,8 +45,8 @@ from privsim.protocols.secagg.messages import (
     Survivors,
     UnmaskShares,
 )
-from privsim.protocols.secagg.outcome import STAGE_ABORT, AbortReason, Outcome, Stage
-from privsim.protocols.secagg.sharing import ShareBook, interpolate_at_zero, words_to_bytes
+from privsim.kit.secagg.outcome import STAGE_ABORT, AbortReason, Outcome, Stage
+from privsim.kit.secagg.sharing import ShareBook, interpolate_at_zero, words_to_bytes
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.messages import Message
 
@@ -56,10 +56,9 @@ U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 
 #: x_u for a client index, drawing any noise from the generator the factory gives:
-#: (z_u, η_u, x_u).
-ClientInput = Callable[
-    [int, Callable[[], np.random.Generator]], tuple[npt.NDArray[np.float64], I64, U64]
-]
+#: (z_u, η_u, x_u), z_u its input as given (real or integer), η_u its noise share, x_u
+#: the two encoded mod 2^b (:func:`privsim.kit.secagg.inputs.client_inputs`).
+ClientInput = Callable[[int, Callable[[], np.random.Generator]], tuple[npt.NDArray[Any], I64, U64]]
 
 _CIPHERTEXT = RECORD_BYTES + TAG_BYTES
 
@@ -73,7 +72,8 @@ class SecAggPlan:
     trades latency against stragglers cut off. ``keys`` holds each client's key pairs,
     key agreements and masks (computed in bulk, on worker processes for large rounds);
     ``book`` makes every client's Shamir shares in one vectorised pass; ``inputs`` gives
-    each client its encoded input.
+    each client its encoded input. ``first`` is the role index of the first client
+    (the parties of role ``client`` added to the world before the round's).
     """
 
     clients: tuple[str, ...]
@@ -87,11 +87,12 @@ class SecAggPlan:
     keys: KeyBook
     book: ShareBook
     inputs: ClientInput
+    first: int = 0
 
 
 def client(agent: Agent, plan: SecAggPlan) -> Behaviour:
     """Client u: AdvertiseKeys, ShareKeys, MaskedInputCollection, Unmasking."""
-    me = agent.role_index
+    me = agent.role_index - plan.first
     bits, wait, keys = plan.bits, 10.0 * plan.round_timeout, plan.keys
     # Round 0 (AdvertiseKeys): (c_u^PK, c_u^SK), (s_u^PK, s_u^SK) <- KA.gen().
     agent.send(

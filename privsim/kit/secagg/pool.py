@@ -10,8 +10,8 @@ the simulation goes on while they work, blocking only when it needs a result tha
 not ready.
 
 The workers are the engine's (loky's, ignoring Ctrl-C and dying with the run, or the
-executor given to :func:`privsim.sim.workers.use`); they import :mod:`.bulk` without
-this package's ``__init__`` and the protocol machinery it loads
+executor given to :func:`privsim.sim.workers.use`); they import :mod:`.bulk` alone,
+without the packages' ``__init__`` or the round machinery
 (:func:`privsim.sim.workers.alone`). Their number is ``PRIVSIM_ROUND_PROCESSES``
 (:func:`privsim.sim.workers.workers`; 1 keeps everything in the round's process, as a
 sweep's workers do).
@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any, Protocol
 
-from privsim.protocols.secagg import bulk
+from privsim.kit.secagg import bulk
 from privsim.sim import workers as engine
 from privsim.sim.workers import workers
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.secagg.crypto import KEY_BYTES, SEED_BYTES, expand
+from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, expand
 
 __all__ = [
     "B_WORDS",
@@ -26,6 +26,7 @@ __all__ = [
     "apply_mask",
     "decode_sum",
     "encode_inputs",
+    "encode_integers",
     "modulus_mask",
     "pack_records",
     "unpack_records",
@@ -58,6 +59,13 @@ def encode_inputs(
 ) -> U64:
     """x_u = round(z · 2^f) + noise mod 2^b (two's complement for negatives)."""
     ints = np.rint(np.asarray(z) * float(1 << fraction_bits)).astype(np.int64) + noise
+    return ints.astype(np.uint64) & modulus_mask(bits)
+
+
+def encode_integers(x: npt.NDArray[np.integer], bits: int, noise: npt.NDArray[np.int64]) -> U64:
+    """x_u = x + noise mod 2^b for inputs already encoded as integers (two's complement
+    for negatives)."""
+    ints = np.asarray(x).astype(np.int64) + noise
     return ints.astype(np.uint64) & modulus_mask(bits)
 
 

@@ -1,0 +1,383 @@
+"""The privacy of iterative training: one ledger event per round, amplified by the
+server's sampling while the server is honest, realised from the noise that actually
+reached the sum; and the planner that calibrates the noise multiplier z.
+
+Per round, with Δ the L2 sensitivity of the sum of clipped updates (C for add/remove-one
+neighbours, 2C for replace-one) and z the planned multiplier (σ = z·Δ on the sum):
+
+- ``dca``: each picked client adds a share of standard deviation σ_i = z·Δ/√(m − T − 1)
+  (Heikkilä et al. 2017, Theorem 1, with m the planned cohort and T tolerated dropped or
+  colluding clients); with H honest shares in the release the event is the Gaussian of
+  multiplier √(H − 1)·σ_i/Δ (the ledger's :class:`~privsim.sim.ledger.NoiseShares`),
+  holding while not every compute node colludes;
+- ``trusted``: the curator adds N(0, σ²) to the sum (``central_noise = "sum"``: z
+  whatever drops out) or noise of standard deviation z·Δ/m to the mean over the included
+  k clients, which is z·Δ·k/m on the sum (``"mean"``, Flower's central DP: the realised
+  multiplier is z·k/m), holding while the curator is honest;
+- ``local``: each client adds N(0, σ²) itself; the server sees every noisy update, so
+  no amplification by sampling is credited against it.
+
+Each round's Gaussian is wrapped in the sampling event (Poisson: dp-accounting's
+``PoissonSampledDpEvent(q, ·)``; a fixed cohort: ``SampledWithoutReplacementDpEvent``),
+which holds only while the sampler's choice is hidden: a colluding server gets the
+unamplified event. The ledger composes the rounds (PLD, or RDP where dp-accounting has
+no PLD for the event).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dp_accounting
+
+from privsim.kit.secagg import round as secagg
+from privsim.kit.securesum.config import DcaConfig
+from privsim.protocols.fedlearn.cohort import planned_cohort
+from privsim.protocols.fedlearn.config import TrainingConfig
+from privsim.protocols.fedlearn.integer import IntegerPlan, integer_plan
+from privsim.scenarios.errors import FieldError
+from privsim.scenarios.schema import Scenario
+from privsim.sim.calibration import gaussian_sigma
+from privsim.sim.ledger import NoiseShares, PrivacyLedger, Trust, epsilon_of
+from privsim.sim.sampling import Sampling
+
+__all__ = [
+    "SERVER",
+    "NoisePlan",
+    "calibrate_multiplier",
+    "charge_round",
+    "check_neighbour",
+    "noise_plan",
+    "round_label",
+    "sampling_of",
+    "sensitivity",
+]
+
+#: The model trainer: it samples the cohort and receives the noisy sum.
+SERVER = "server"
+#: Smallest and largest multiplier the planner searches.
+Z_RANGE = (1e-3, 1e4)
+#: The planner's relative precision on z (the answer errs on the side of more noise).
+Z_TOLERANCE = 1e-4
+
+
+def _training(scenario: Scenario) -> TrainingConfig:
+    return scenario.table("training", TrainingConfig)
+
+
+def sensitivity(scenario: Scenario) -> float:
+    """Δ of the sum of updates clipped to C: C (add/remove-one), 2C (replace-one)."""
+    c = _training(scenario).clip_norm
+    return 2.0 * c if scenario.privacy.neighbour == "replace_one" else c
+
+
+SECURE = ("secagg", "secagg_plus")
+
+
+def check_neighbour(scenario: Scenario) -> None:
+    """Poisson sampling is amplified for add/remove-one neighbours, a fixed-size cohort
+    for replace-one (the relations dp-accounting's sampled events are defined for);
+    integer noise through SecAgg is accounted under Poisson sampling only (Zhu & Wang's
+    subsampled RDP; no bound here covers a fixed-size cohort)."""
+    training, neighbour = _training(scenario), scenario.privacy.neighbour
+    if training.aggregation in SECURE and training.sampling != "poisson":
+        raise FieldError(
+            "training.sampling",
+            f"rounds through {training.aggregation!r} add integer noise, accounted under "
+            "Poisson sampling (Zhu & Wang's subsampled RDP); no bound here covers a "
+            "fixed-size cohort",
+            'set training.sampling = "poisson" (and privacy.neighbour = "add_remove")',
+        )
+    want = "add_remove" if training.sampling == "poisson" else "replace_one"
+    if training.aggregation != "local" and neighbour != want:
+        raise FieldError(
+            "privacy.neighbour",
+            f"{training.sampling!r} sampling is accounted for {want.replace('_', '/')} "
+            f"neighbours, not {neighbour.replace('_', '/')}",
+            f'set privacy.neighbour = "{want}"'
+            + (
+                ', or training.sampling = "fixed"'
+                if want == "add_remove"
+                else ', or training.sampling = "poisson"'
+            ),
+        )
+
+
+def sampling_of(scenario: Scenario) -> Sampling | None:
+    """The sampling whose amplification a round is credited with (none for local DP)."""
+    training, n = _training(scenario), scenario.population.clients
+    if training.aggregation == "local":
+        return None
+    if training.sampling == "poisson":
+        return Sampling.poisson(training.rate, SERVER)
+    return Sampling.fixed(n, training.cohort, SERVER)
+
+
+def tolerated(scenario: Scenario) -> int:
+    """T of the DCA noise scaling: ``dca.tolerated`` if set, else the expected dropped
+    and colluding members of a planned cohort, ⌈m·(p_drop + colluders/N)⌉, plus, with
+    Poisson sampling, two standard deviations of the cohort's size, 2·√(N·q·(1 − q)):
+    a cohort that comes out smaller than planned carries fewer noise shares."""
+    cfg = scenario.table("dca", DcaConfig)
+    if cfg.tolerated:
+        return cfg.tolerated
+    training, n = _training(scenario), scenario.population.clients
+    colluders = scenario.threat.colluding_clients
+    share = (colluders if isinstance(colluders, int) else len(colluders)) / n
+    expected = planned_cohort(training, n) * (training.expected_dropout + share)
+    if training.sampling == "poisson":
+        expected += 2.0 * math.sqrt(n * training.rate * (1.0 - training.rate))
+    return math.ceil(expected - 1e-9)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoisePlan:
+    """The noise of every round: multiplier z (planned or given), σ = z·Δ on the sum,
+    each DCA share's σ_i, T, the planned cohort m and whether the planner chose z."""
+
+    multiplier: float
+    sigma: float
+    share_std: float
+    tolerated: int
+    cohort: float
+    calibrated: bool
+
+
+def _expected_factor(training: TrainingConfig) -> float:
+    """The realised multiplier over the planned one that the planner expects: 1, or
+    1 − p_drop for central noise on the mean."""
+    if training.aggregation == "trusted" and training.central_noise == "mean":
+        return 1.0 - training.expected_dropout
+    return 1.0
+
+
+def _rounds_epsilon(
+    multiplier: float, rounds: int, sampling: Sampling | None, delta: float
+) -> float:
+    event = (
+        sampling.wrap(dp_accounting.GaussianDpEvent(multiplier))
+        if sampling
+        else dp_accounting.GaussianDpEvent(multiplier)
+    )
+    return epsilon_of([dp_accounting.SelfComposedDpEvent(event, rounds)], delta)
+
+
+@functools.lru_cache(maxsize=256)
+def calibrate_multiplier(
+    epsilon: float, delta: float, rounds: int, sampling: Sampling | None, factor: float = 1.0
+) -> float:
+    """The smallest z (to a relative :data:`Z_TOLERANCE`, erring up) whose ``rounds``
+    rounds, each the Gaussian of multiplier ``factor``·z under ``sampling``, compose to
+    at most ε at δ. Without sampling the composition is one Gaussian of multiplier
+    z/√R (Dong, Roth & Su 2019, Cor. 3.3), calibrated exactly. With sampling, a root of
+    g(u) = ln ε(e^u) − ln ε_target on the ledger's own composition (ε falls as z
+    grows): a bracket by doubling from z = 1, then the Illinois variant of regula falsi
+    (g is nearly linear in u, so a handful of compositions suffice)."""
+    if sampling is None:
+        return gaussian_sigma(epsilon, delta, 1.0, "exact") * math.sqrt(rounds) / factor
+
+    def g(u: float) -> float:
+        found = _rounds_epsilon(math.exp(u) * factor, rounds, sampling, delta)
+        return math.log(found) - math.log(epsilon) if found > 0 else -math.inf
+
+    lo_z, hi_z = Z_RANGE
+    u_lo = u_hi = 0.0
+    g_lo = g_hi = g(0.0)
+    while g_hi > 0:  # too little noise: double until the target is met
+        u_lo, g_lo = u_hi, g_hi
+        u_hi += math.log(2.0)
+        if math.exp(u_hi) > hi_z:
+            raise FieldError(
+                "privacy.epsilon",
+                f"no noise multiplier up to {hi_z:g} meets ε = {epsilon:g} over {rounds} rounds",
+                "raise privacy.epsilon or lower training.rounds",
+            )
+        g_hi = g(u_hi)
+    while g_lo <= 0 and math.exp(u_lo) > lo_z:  # met already: halve until it is not
+        u_hi, g_hi = u_lo, g_lo
+        u_lo -= math.log(2.0)
+        g_lo = g(u_lo)
+    if g_lo <= 0:
+        return math.exp(u_lo)
+    side = 0
+    while u_hi - u_lo > math.log1p(Z_TOLERANCE):
+        u = (
+            (u_lo * g_hi - u_hi * g_lo) / (g_hi - g_lo)
+            if math.isfinite(g_hi)
+            else 0.5 * (u_lo + u_hi)
+        )
+        u = min(max(u, u_lo + 0.01 * (u_hi - u_lo)), u_hi - 0.01 * (u_hi - u_lo))
+        found = g(u)
+        if found <= 0:
+            u_hi, g_hi = u, found
+            if side == -1:
+                g_lo /= 2.0
+            side = -1
+        else:
+            u_lo, g_lo = u, found
+            if side == 1:
+                g_hi /= 2.0
+            side = 1
+    return math.exp(u_hi)
+
+
+def noise_plan(scenario: Scenario) -> NoisePlan:
+    """The scenario's noise: z as given, or calibrated to ``privacy.epsilon`` over R
+    rounds at the planned T (the smallest z meeting the target)."""
+    training, n = _training(scenario), scenario.population.clients
+    m = planned_cohort(training, n)
+    t = tolerated(scenario) if training.aggregation == "dca" else 0
+    delta_l2 = sensitivity(scenario)
+    calibrated = training.noise_multiplier is None
+    if calibrated:
+        z = calibrate_multiplier(
+            scenario.privacy.epsilon,
+            scenario.privacy.delta,
+            training.rounds,
+            sampling_of(scenario),
+            _expected_factor(training),
+        )
+    else:
+        assert training.noise_multiplier is not None
+        z = training.noise_multiplier
+    sigma = z * delta_l2
+    honest_shares = m - t - 1
+    if training.aggregation == "dca" and honest_shares < 1:
+        raise FieldError(
+            "dca.tolerated",
+            f"a planned cohort of {m:g} with T = {t} leaves m − T − 1 = {honest_shares:g} "
+            "honest noise shares (Theorem 1 needs m > T + 1)",
+            "pick larger cohorts (training.rate or training.cohort) or lower dca.tolerated "
+            "and training.expected_dropout",
+        )
+    share = sigma / math.sqrt(honest_shares) if training.aggregation == "dca" else sigma
+    return NoisePlan(
+        multiplier=z, sigma=sigma, share_std=share, tolerated=t, cohort=m, calibrated=calibrated
+    )
+
+
+def secure_noise(scenario: Scenario, integer: IntegerPlan) -> NoisePlan:
+    """The integer noise of SecAgg rounds in the terms of :class:`NoisePlan` (in units of
+    the updates): each share's standard deviation (σ_i, or √(2μ_i) for Skellam) over the
+    scale, the sum's over m − T − 1 shares, and the multiplier that is over Δ₂ (the
+    rounded updates' sensitivity, which includes the rounding's √d)."""
+    training, n = _training(scenario), scenario.population.clients
+    scale = float(1 << integer.fraction_bits)
+    per_share = (
+        integer.parameter
+        if integer.kind == "discrete_gaussian"
+        else math.sqrt(2.0 * integer.parameter)
+    )
+    total = per_share * math.sqrt(integer.honest)
+    return NoisePlan(
+        multiplier=total / integer.sensitivity.l2,
+        sigma=total / scale,
+        share_std=per_share / scale,
+        tolerated=tolerated(scenario),
+        cohort=planned_cohort(training, n),
+        calibrated=training.noise_multiplier is None,
+    )
+
+
+def round_label(r: int) -> str:
+    """The ledger label of round r (counted from 1)."""
+    return f"round-{r}"
+
+
+def integer_of(scenario: Scenario, dimension: int) -> IntegerPlan:
+    """The integer noise of SecAgg rounds on updates of ``dimension`` (:mod:`.integer`):
+    planned for m − T − 1 honest shares of a cohort of up to m + 6√m clients."""
+    training, n = _training(scenario), scenario.population.clients
+    m = planned_cohort(training, n)
+    honest = math.floor(m) - tolerated(scenario) - 1
+    if honest < 1:
+        raise FieldError(
+            "training.rate",
+            f"a planned cohort of {m:g} with T = {tolerated(scenario)} leaves no honest noise "
+            "share (the integer noise needs m − T − 1 >= 1)",
+            "pick larger cohorts or lower training.expected_dropout / dca.tolerated",
+        )
+    p = scenario.privacy
+    return integer_plan(
+        training.integer_noise,
+        bits=training.modulus_bits,
+        clip=training.clip_norm,
+        dimension=dimension,
+        cohort_max=math.ceil(m + 6.0 * math.sqrt(max(m, 1.0))),
+        honest=honest,
+        rate=training.rate,
+        rounds=training.rounds,
+        epsilon=p.epsilon,
+        delta=p.delta,
+        multiplier=training.noise_multiplier,
+    )
+
+
+def charge_round(
+    ledger: PrivacyLedger,
+    scenario: Scenario,
+    plan: NoisePlan,
+    r: int,
+    clients: Sequence[str],
+    nodes: Sequence[str],
+    secure: secagg.RoundPlan | None = None,
+) -> None:
+    """Charge round r before it runs (refused over budget under ``refuse``): its planned
+    Gaussian of multiplier z (× the expected factor for central noise on the mean), with
+    the aggregation's trust, DCA's noise shares from the picked ``clients``, and the
+    sampling amplification while the server is honest."""
+    training = _training(scenario)
+    if secure is not None:  # integer noise shares, the server and t holders trusted
+        assert secure.noise is not None
+        shares = secure.noise.account
+        ledger.charge(
+            round_label(r),
+            shares.event,
+            trust=secagg.trust(secure),
+            noise=shares.noise_shares(clients),
+            sampling=sampling_of(scenario),
+        )
+        return
+    delta_l2 = sensitivity(scenario)
+    planned = dp_accounting.GaussianDpEvent(plan.multiplier * _expected_factor(training))
+    noise = None
+    if training.aggregation == "dca":
+        trust = Trust.one_of(nodes, description="not all compute nodes colluding")
+        noise = NoiseShares(contributors=tuple(clients), share_multiplier=plan.share_std / delta_l2)
+    elif training.aggregation == "trusted":
+        trust = Trust.each(SERVER, description="the server (curator) honest")
+    else:
+        trust = Trust.nobody()
+    ledger.charge(round_label(r), planned, trust=trust, noise=noise, sampling=sampling_of(scenario))
+
+
+def settle_round(
+    ledger: PrivacyLedger,
+    scenario: Scenario,
+    plan: NoisePlan,
+    r: int,
+    included: Sequence[str] | None,
+) -> None:
+    """Settle round r: withheld if nothing was released; DCA with the included clients'
+    shares; central noise on the mean with its realised multiplier z·k/m."""
+    label = round_label(r)
+    if included is None:
+        ledger.withhold(label)
+        return
+    training = _training(scenario)
+    if training.aggregation in ("dca", *SECURE):
+        ledger.settle(label, contributors=included)
+    elif training.aggregation == "trusted" and training.central_noise == "mean":
+        realised = plan.multiplier * len(included) / plan.cohort
+        ledger.settle(label, dp_accounting.GaussianDpEvent(realised))
+    else:
+        ledger.settle(label)
+
+
+def ledger_of(scenario: Scenario) -> PrivacyLedger:
+    """An empty ledger with the scenario's budget."""
+    p = scenario.privacy
+    return PrivacyLedger(p.epsilon, p.delta, on_overspend=p.on_overspend, neighbour=p.neighbour)

@@ -1,0 +1,200 @@
+"""Training rounds through SecAgg or SecAgg+ with integer noise (Kairouz, Liu & Steinke
+2021, "The distributed discrete Gaussian mechanism for federated learning with secure
+aggregation"; Agarwal, Kairouz & Liu 2021 for Skellam).
+
+Each client scales its clipped update by s, rounds it, adds its integer noise share and
+sums mod 2^b. The modulus bits b are the budget (``training.modulus_bits``); the scale
+is the largest s = 2^f whose planned sum fits b bits with the wrap-around probability
+below :data:`WRAP_PROBABILITY` — fewer bits force a coarser scale, whose rounding error
+(√d per client, in the sensitivity Δ₂ = C·s + √d) then costs accuracy and privacy, which
+is the papers' finding. Each client's share parameter (σ_i, or μ_i for Skellam) is the
+smallest whose R rounds, each the papers' bound at the planned m − T − 1 honest shares
+under Poisson sampling at q (Zhu & Wang 2019's subsampled RDP), compose to the target ε;
+or the one a given noise multiplier z sets (total variance (z·C·s)² over the honest
+shares).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import dp_accounting
+
+from privsim.kit.intnoise.accounting import IntegerAccount, account
+from privsim.kit.intnoise.modulus import ModulusPlan, plan_modulus
+from privsim.kit.intnoise.noise import NoiseKind, client_parameter
+from privsim.kit.intnoise.rounding import Sensitivity, integer_sensitivity
+from privsim.kit.secagg.noise import Noise
+from privsim.scenarios.errors import FieldError
+from privsim.sim.integer_bounds import IntegerShares
+from privsim.sim.ledger import epsilon_of
+
+__all__ = ["WRAP_PROBABILITY", "IntegerPlan", "integer_plan"]
+
+#: Largest accepted probability that any coordinate of a round's sum wraps around.
+WRAP_PROBABILITY = 1e-9
+#: Scales s = 2^f tried, f from 0 to this.
+MAX_FRACTION_BITS = 40
+#: The planner's relative precision on the share parameter (erring towards more noise).
+PARAMETER_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntegerPlan:
+    """The integer noise of every round: the scale 2^``fraction_bits``, the modulus
+    ``bits``, each share's ``parameter``, the ``honest`` shares it is planned for, the
+    sensitivity and the account of one round, and the modulus plan."""
+
+    kind: NoiseKind
+    fraction_bits: int
+    bits: int
+    parameter: float
+    honest: int
+    sensitivity: Sensitivity
+    account: IntegerAccount
+    modulus: ModulusPlan
+
+    def noise(self) -> Noise:
+        """The kit's noise plan for a round."""
+        return Noise(
+            kind=self.kind, parameter=self.parameter, account=self.account, modulus=self.modulus
+        )
+
+
+def _rounds_epsilon(
+    shares: IntegerShares, honest: int, rate: float, rounds: int, delta: float
+) -> float:
+    inner = shares.event(honest)
+    event = inner if rate >= 1 else dp_accounting.PoissonSampledDpEvent(rate, inner)
+    return epsilon_of([dp_accounting.SelfComposedDpEvent(event, rounds)], delta)
+
+
+def _shares(
+    kind: NoiseKind, parameter: float, sens: Sensitivity, d: int, delta: float
+) -> IntegerShares:
+    return IntegerShares(
+        kind=kind, parameter=parameter, l1=sens.l1, l2=sens.l2, dimension=d, delta=delta
+    )
+
+
+def _calibrated(
+    kind: NoiseKind,
+    sens: Sensitivity,
+    d: int,
+    *,
+    honest: int,
+    rate: float,
+    rounds: int,
+    epsilon: float,
+    delta: float,
+) -> float:
+    """The smallest share parameter (to :data:`PARAMETER_TOLERANCE`, erring up) whose
+    rounds compose to at most ``epsilon``: a bracket by doubling, then bisection on the
+    log (ε falls as the parameter grows)."""
+
+    def meets(p: float) -> bool:
+        return (
+            _rounds_epsilon(_shares(kind, p, sens, d, delta), honest, rate, rounds, delta)
+            <= epsilon
+        )
+
+    hi = sens.l2 if kind == "discrete_gaussian" else sens.l2**2
+    hi = max(hi, 1.0)
+    while not meets(hi):
+        hi *= 2.0
+        if hi > 1e12:
+            raise FieldError(
+                "privacy.epsilon",
+                f"no integer noise meets ε = {epsilon:g} over {rounds} rounds",
+                "raise privacy.epsilon or lower training.rounds",
+            )
+    lo = hi / 2.0
+    while meets(lo) and lo > 1e-6:
+        hi, lo = lo, lo / 2.0
+    while hi / lo > 1 + PARAMETER_TOLERANCE:
+        mid = math.sqrt(lo * hi)
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@functools.lru_cache(maxsize=64)
+def integer_plan(
+    kind: NoiseKind,
+    *,
+    bits: int,
+    clip: float,
+    dimension: int,
+    cohort_max: int,
+    honest: int,
+    rate: float,
+    rounds: int,
+    epsilon: float,
+    delta: float,
+    multiplier: float | None,
+) -> IntegerPlan:
+    """The largest scale 2^f (f ≤ :data:`MAX_FRACTION_BITS`) whose sum of up to
+    ``cohort_max`` clients fits ``bits``, with its share parameter: calibrated to
+    (ε, δ) over the rounds, or set by ``multiplier``. A FieldError naming
+    ``training.modulus_bits`` when not even s = 1 fits."""
+
+    def at(f: int) -> IntegerPlan:
+        scale = float(1 << f)
+        sens = integer_sensitivity(clip, scale, dimension, 0.0)
+        if multiplier is None:
+            parameter = _calibrated(
+                kind,
+                sens,
+                dimension,
+                honest=honest,
+                rate=rate,
+                rounds=rounds,
+                epsilon=epsilon,
+                delta=delta,
+            )
+        else:
+            parameter = client_parameter(kind, (multiplier * clip * scale) ** 2, honest)
+        modulus = plan_modulus(
+            cohort_max, dimension, clip, scale, parameter, kind, WRAP_PROBABILITY
+        )
+        return IntegerPlan(
+            kind=kind,
+            fraction_bits=f,
+            bits=bits,
+            parameter=parameter,
+            honest=honest,
+            sensitivity=sens,
+            account=account(
+                kind,
+                parameter,
+                honest_clients=honest,
+                sensitivity=sens,
+                dimension=dimension,
+                delta=delta,
+            ),
+            modulus=modulus,
+        )
+
+    best = None
+    lo, hi = 0, MAX_FRACTION_BITS  # the modulus needed grows with the scale: bisect on f
+    while lo <= hi:
+        f = (lo + hi) // 2
+        found = at(f)
+        if found.modulus.bits <= bits:
+            best, lo = found, f + 1
+        else:
+            hi = f - 1
+    if best is None:
+        need = at(0).modulus.bits
+        raise FieldError(
+            "training.modulus_bits",
+            f"{bits} bits cannot hold a sum of {cohort_max} clients with their noise even "
+            f"unscaled (it needs {need} bits for a wrap-around probability below "
+            f"{WRAP_PROBABILITY:g})",
+            f"set training.modulus_bits = {need} or more",
+        )
+    return best

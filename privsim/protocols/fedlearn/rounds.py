@@ -1,0 +1,327 @@
+"""One training round on its own world: the picked clients, the server and (for DCA)
+the compute nodes, with the scenario's network, this round's faults and the members of
+the coalition that were picked. A world per round keeps time and memory O(cohort):
+only picked clients ever become agents."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from privsim.kit.secagg import round as secagg
+from privsim.kit.securesum import behaviours as dca_roles
+from privsim.kit.securesum import round as securesum
+from privsim.kit.securesum.config import DcaConfig
+from privsim.kit.securesum.inputs import ClientInputs
+from privsim.kit.securesum.outcome import AbortReason, SumOutcome
+from privsim.kit.world import agree_channels, build_world
+from privsim.protocols.fedlearn import behaviours as roles
+from privsim.protocols.fedlearn.accounting import SERVER, NoisePlan
+from privsim.protocols.fedlearn.config import TrainingConfig
+from privsim.protocols.fedlearn.integer import IntegerPlan
+from privsim.scenarios.schema import Scenario
+from privsim.sim.agent import Agent
+from privsim.sim.coalition import CoalitionSpec
+from privsim.sim.faults import FaultSpec
+from privsim.sim.streams import Streams
+from privsim.sim.world import World
+
+__all__ = ["CohortUpdates", "RoundRun", "simulate_round"]
+
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class CohortUpdates:
+    """The picked clients' clipped updates u_i (k, P), as DCA's client data: row i is
+    the update of the cohort's i-th client."""
+
+    values: F64
+
+    @property
+    def n(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def dimension(self) -> int:
+        return int(self.values.shape[1])
+
+    def rows(self, clients: npt.ArrayLike) -> F64:
+        return np.array(self.values[np.asarray(clients, dtype=np.int64)], dtype=np.float64)
+
+    def sum(self, mask: npt.NDArray[np.bool_] | None = None) -> F64:
+        return np.asarray(
+            self.values.sum(axis=0) if mask is None else self.values[mask].sum(axis=0)
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundRun:
+    """A finished round: its worlds (one, or with SecAgg the download and the secure
+    aggregation) and what the server received."""
+
+    worlds: tuple[World, ...]
+    outcome: SumOutcome
+    names: tuple[str, ...]
+
+    @property
+    def world(self) -> World:
+        """The world of the aggregation."""
+        return self.worlds[-1]
+
+    def included(self) -> tuple[str, ...] | None:
+        """The clients whose update is in the release (None: nothing released)."""
+        if self.outcome.released is None or self.outcome.included is None:
+            return None
+        return tuple(self.names[i] for i in np.flatnonzero(self.outcome.included))
+
+
+def _round_faults(
+    scenario: Scenario, names: Collection[str], offline: Collection[str]
+) -> FaultSpec:
+    """The scenario's faults on this round's parties, with the offline picked clients
+    absent from the start."""
+    faults = scenario.faults
+    present = set(names) | {SERVER} | set(securesum.node_names(scenario))
+    return dataclasses.replace(
+        faults,
+        absent_parties=tuple(p for p in faults.absent_parties if p in present)
+        + tuple(sorted(offline)),
+        crashes=tuple((p, t) for p, t in faults.crashes if p in present),
+    )
+
+
+def simulate_round(
+    scenario: Scenario,
+    streams: Streams,
+    *,
+    names: tuple[str, ...],
+    online: npt.NDArray[np.bool_],
+    updates: CohortUpdates,
+    params: F64,
+    noise: NoisePlan,
+    coalition: frozenset[str],
+    secure: secagg.RoundPlan | None = None,
+) -> RoundRun:
+    """Run one round: the server sends ``params`` to every picked client (``names``),
+    the ``online`` ones return their row of ``updates`` through the aggregation
+    (``secure``: the SecAgg round planned for it)."""
+    training = scenario.table("training", TrainingConfig)
+    if secure is not None:
+        return _secure_round(
+            scenario,
+            streams,
+            names=names,
+            online=online,
+            updates=updates,
+            params=params,
+            coalition=coalition,
+            secure=secure,
+        )
+    dca = training.aggregation == "dca"
+    nodes = securesum.node_names(scenario) if dca else ()
+    offline = [c for c, up in zip(names, online.tolist(), strict=True) if not up]
+    servers = tuple(s for s in scenario.threat.colluding_servers if s == SERVER or s in nodes)
+    world = build_world(
+        scenario,
+        streams,
+        [*names, *nodes, SERVER],
+        faults=_round_faults(scenario, names, offline),
+        coalition=CoalitionSpec(clients=tuple(c for c in names if c in coalition), servers=servers),
+    )
+    plan = roles.RoundPlan(clients=names, server=SERVER, params=params, deadline=training.deadline)
+    if dca:
+        server = _launch_dca(world, scenario, plan, updates, noise, streams)
+    else:
+        server = _launch_direct(world, training, plan, updates, noise, streams)
+    agree_channels(world, channel_pairs)
+    world.run()
+    return RoundRun(worlds=(world,), outcome=securesum.outcome_of(server), names=names)
+
+
+def plan_secure_round(
+    scenario: Scenario, streams: Streams, names: tuple[str, ...], integer: IntegerPlan, r: int
+) -> secagg.RoundPlan | None:
+    """Round r's SecAgg(+) plan for the picked ``names``: (k, t) for the planned dropout
+    and the colluding share of the population (Bell et al. 2020; SecAgg: the complete
+    graph), the round's graph from its streams, the integer noise; None when the cohort
+    is too small for a round (fewer than 2 clients, or no (k, t) meets the targets)."""
+    training = scenario.table("training", TrainingConfig)
+    if len(names) < 2:
+        return None
+    colluders = scenario.threat.colluding_clients
+    share = (
+        colluders if isinstance(colluders, int) else len(colluders)
+    ) / scenario.population.clients
+    params = secagg.choose_parameters(
+        len(names),
+        dropout=training.expected_dropout,
+        corruption=min(share, 0.49),
+        security_bits=training.security_bits,
+        correctness_bits=training.correctness_bits,
+        complete=training.aggregation == "secagg",
+    )
+    if params is None:
+        return None
+    return secagg.plan(
+        names,
+        SERVER,
+        params=params,
+        dimension=integer.account.dimension,
+        bits=integer.bits,
+        streams=streams,
+        fraction_bits=integer.fraction_bits,
+        noise=integer.noise(),
+        round_timeout=training.deadline / 8.0,
+        label=("secagg", r),
+    )
+
+
+def _coalition(
+    scenario: Scenario, names: Collection[str], coalition: frozenset[str]
+) -> CoalitionSpec:
+    servers = tuple(s for s in scenario.threat.colluding_servers if s == SERVER)
+    return CoalitionSpec(clients=tuple(c for c in names if c in coalition), servers=servers)
+
+
+def _secure_round(
+    scenario: Scenario,
+    streams: Streams,
+    *,
+    names: tuple[str, ...],
+    online: npt.NDArray[np.bool_],
+    updates: CohortUpdates,
+    params: F64,
+    coalition: frozenset[str],
+    secure: secagg.RoundPlan,
+) -> RoundRun:
+    """A SecAgg round in two worlds: the model's download (the clients that miss it by
+    half the deadline stay out), then the four rounds of secure aggregation, each
+    closing after a quarter of the other half."""
+    training = scenario.table("training", TrainingConfig)
+    offline = {c for c, up in zip(names, online.tolist(), strict=True) if not up}
+    half = training.deadline / 2.0
+    down = build_world(
+        scenario,
+        Streams(streams.seed_sequence("download")),
+        [*names, SERVER],
+        faults=_round_faults(scenario, names, offline),
+        coalition=_coalition(scenario, names, coalition),
+    )
+    plan = roles.RoundPlan(clients=names, server=SERVER, params=params, deadline=half)
+    for agent in down.add_parties("client", names):
+        down.start(agent, roles.receiver(agent, plan))
+    server = down.add_party(SERVER, "aggregator")
+    down.start(server, roles.sender(server, plan))
+    agree_channels(down, channel_pairs)
+    down.run()
+    missed = {c for c in names if down.agents[c].result is not True}
+    world = build_world(
+        scenario,
+        streams,
+        [*names, SERVER],
+        faults=_round_faults(scenario, names, missed),
+        coalition=_coalition(scenario, names, coalition),
+    )
+    with secagg.launch(world, secure, updates.values) as launched:
+        agree_channels(world, lambda _: secagg.channel_pairs(secure))
+        world.run()
+    found = secagg.outcome_of(launched)
+    if found.released is None or found.included is None:
+        outcome = SumOutcome.aborted(
+            AbortReason.TOO_MANY_DROPOUTS, f"{found.abort}: {found.detail}"
+        )
+    else:
+        mask = np.zeros(len(names), dtype=bool)
+        mask[found.included] = True
+        outcome = SumOutcome(released=np.asarray(found.released, dtype=np.float64), included=mask)
+    return RoundRun(worlds=(down, world), outcome=outcome, names=names)
+
+
+def channel_pairs(world: World) -> list[tuple[str, str]]:
+    """Who talks to whom in a round: the server with every picked client (the model
+    goes down), and with DCA the clients with the compute nodes, the nodes among
+    themselves and with the server (its output party)."""
+    roles = world.parties_by_role
+    clients, nodes = list(roles.get("client", ())), list(roles.get("compute", ()))
+    pairs = [(c, SERVER) for c in clients]
+    pairs += [(c, k) for c in clients for k in nodes]
+    pairs += [(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]]
+    pairs += [(k, SERVER) for k in nodes]
+    return pairs
+
+
+def _launch_dca(
+    world: World,
+    scenario: Scenario,
+    plan: roles.RoundPlan,
+    updates: CohortUpdates,
+    noise: NoisePlan,
+    streams: Streams,
+) -> Agent:
+    """DCA: the picked clients, the compute nodes and the server as the output party."""
+    cfg = scenario.table("dca", DcaConfig)
+    nodes = securesum.node_names(scenario)
+    sum_plan = dataclasses.replace(
+        securesum.plan(scenario, plan.clients, nodes, updates.dimension, noise.share_std),
+        aggregator=SERVER,
+        share_timeout=plan.deadline,
+        tolerated=noise.tolerated,
+    )
+    inputs = ClientInputs(
+        data=updates,
+        noise=streams.keystream("dca", "noise"),
+        randomness=streams.keystream("dca", "shares"),
+        noise_std=noise.share_std,
+        fraction_bits=cfg.fraction_bits,
+        n_nodes=len(nodes),
+        share_mode=sum_plan.share_mode,
+        threshold=sum_plan.threshold,
+    )
+    for agent in world.add_parties("client", plan.clients):
+        world.start(agent, roles.dca_client(agent, plan, inputs, sum_plan))
+    for node in nodes:
+        agent = world.add_party(node, "compute")
+        world.start(agent, dca_roles.compute_node(agent, sum_plan))
+    server = world.add_party(SERVER, "aggregator")
+    world.start(server, roles.dca_server(server, plan, sum_plan))
+    return server
+
+
+def _launch_direct(
+    world: World,
+    training: TrainingConfig,
+    plan: roles.RoundPlan,
+    updates: CohortUpdates,
+    noise: NoisePlan,
+    streams: Streams,
+) -> Agent:
+    """``trusted`` / ``local``: the picked clients send to the server."""
+    local = training.aggregation == "local"
+    local_noise = streams.keystream("local", "noise")
+
+    def update(i: int) -> F64:
+        values = updates.rows([i])[0]
+        if local:  # η_i ~ N(0, σ²I): the client's own noise, the whole of it
+            values = values + noise.sigma * local_noise.normal([i], updates.dimension)[0]
+        return values
+
+    central = streams.generator("curator", "noise")
+
+    def finish(total: F64, included: npt.NDArray[np.bool_]) -> F64:
+        if training.aggregation != "trusted":
+            return total
+        scale = noise.sigma  # on the sum; on the mean over k clients: σ·k/m on the sum
+        if training.central_noise == "mean":
+            scale = noise.sigma * int(included.sum()) / noise.cohort
+        return total + scale * central.standard_normal(total.size)
+
+    for agent in world.add_parties("client", plan.clients):
+        world.start(agent, roles.client(agent, plan, update))
+    server = world.add_party(SERVER, "aggregator")
+    world.start(server, roles.server(server, plan, finish))
+    return server

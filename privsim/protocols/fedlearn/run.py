@@ -1,0 +1,488 @@
+"""A training run: R rounds of DP-SGD or DP-FedAvg, each a world of its own, one ledger
+over them all, and the learning curves — accuracy, ε so far against the realised
+coalition, and the cost on the wire, round by round.
+
+Round r (counted from 1), all of its randomness from the round's own streams
+(``Streams(seed).seed_sequence("round", r)``):
+
+1. the server samples the cohort and the ledger is charged the round's planned event
+   (under ``refuse``, a round that would overspend stops the training there);
+2. the picked clients that are online compute their updates from the current model —
+   vectorised over the cohort — and clip them to C;
+3. the round's world runs: downloads, the aggregation, this round's faults;
+4. the ledger is settled with what reached the sum, and the server steps with the noisy
+   sum divided by the planned cohort (q·N or m).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dp_accounting
+import numpy as np
+import numpy.typing as npt
+
+from privsim.kit.result import (
+    Abort,
+    Coalition,
+    Communication,
+    Parties,
+    Privacy,
+    RunResult,
+    Timing,
+)
+from privsim.kit.secagg import round as secagg
+from privsim.kit.securesum import round as securesum
+from privsim.protocols.fedlearn import accounting
+from privsim.protocols.fedlearn.accounting import SERVER, NoisePlan
+from privsim.protocols.fedlearn.cohort import Availability, sample_cohort
+from privsim.protocols.fedlearn.config import AvailabilityConfig, TrainingConfig
+from privsim.protocols.fedlearn.federated import Learner, learner_of
+from privsim.protocols.fedlearn.optimizers import ServerOptimizer
+from privsim.protocols.fedlearn.rounds import (
+    CohortUpdates,
+    RoundRun,
+    plan_secure_round,
+    simulate_round,
+)
+from privsim.scenarios.errors import FieldError
+from privsim.scenarios.schema import Scenario
+from privsim.sim.events import pld_interval
+from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust
+from privsim.sim.running import RunningEpsilon
+from privsim.sim.streams import Streams
+
+__all__ = ["Training", "plan_ledger", "population_coalition", "run_fedlearn", "train"]
+
+F64 = npt.NDArray[np.float64]
+
+
+def population_coalition(scenario: Scenario, streams: Streams) -> frozenset[str]:
+    """The colluding parties over the whole population: ``threat.colluding_clients`` =
+    T draws T of the N clients once for the run (so about T/N of every cohort
+    colludes), or names them; plus the colluding servers."""
+    n = scenario.population.clients
+    spec = scenario.threat.colluding_clients
+    if isinstance(spec, int):
+        rng = streams.fresh("threat", "coalition")
+        picked = rng.choice(n, size=spec, replace=False) if spec else []
+        clients = {f"client-{i}" for i in sorted(int(i) for i in picked)}
+    else:
+        clients = set(spec)
+    return frozenset(clients | set(scenario.threat.colluding_servers))
+
+
+def plan_ledger(scenario: Scenario) -> PrivacyLedger:
+    """The ledger with every round charged as planned, before anything runs: it raises
+    :class:`~privsim.sim.ledger.BudgetExceededError` exactly when the run would refuse
+    the scenario (the planned rounds overspend)."""
+    ledger = accounting.ledger_of(scenario)
+    training = scenario.table("training", TrainingConfig)
+    nodes = _nodes(scenario)
+    if training.aggregation in accounting.SECURE:  # a round of the planned cohort's size
+        streams = Streams(scenario.seed)
+        integer = accounting.integer_of(scenario, learner_of(scenario, streams).start.size)
+        noise = accounting.secure_noise(scenario, integer)
+        names = tuple(f"client-{i}" for i in range(max(2, round(noise.cohort))))
+        for r in range(1, training.rounds + 1):
+            secure = plan_secure_round(scenario, streams, names, integer, r)
+            if secure is None:
+                raise FieldError(
+                    "training.rate",
+                    f"a cohort of {len(names)} admits no SecAgg+ graph meeting the targets",
+                    "pick larger cohorts or relax training.security_bits",
+                )
+            accounting.charge_round(ledger, scenario, noise, r, names, nodes, secure)
+        return ledger
+    noise = accounting.noise_plan(scenario)
+    for r in range(1, training.rounds + 1):
+        accounting.charge_round(ledger, scenario, noise, r, (), nodes)
+    return ledger
+
+
+def _running(scenario: Scenario) -> RunningEpsilon:
+    """ε so far, round by round, at the PLD interval the ledger uses for as many distinct
+    sampled rounds as the training plans (:mod:`privsim.sim.running`)."""
+    rounds = scenario.table("training", TrainingConfig).rounds
+    placeholders = [
+        (dp_accounting.PoissonSampledDpEvent(0.5, dp_accounting.GaussianDpEvent(1.0 + i)), 1)
+        for i in range(rounds)
+    ]
+    return RunningEpsilon(
+        scenario.privacy.delta,
+        neighbour=scenario.privacy.neighbour,
+        interval=pld_interval(placeholders),
+    )
+
+
+def _nodes(scenario: Scenario) -> tuple[str, ...]:
+    training = scenario.table("training", TrainingConfig)
+    return securesum.node_names(scenario) if training.aggregation == "dca" else ()
+
+
+@dataclass(slots=True)
+class Totals:
+    """Communication summed over the rounds: per role, figures per party and round."""
+
+    messages: int = 0
+    bytes: int = 0
+    rounds: int = 0
+    duration: float = 0.0
+    by_status: Counter[str] = field(default_factory=Counter)
+    by_kind: Counter[str] = field(default_factory=Counter)
+    roles: dict[str, dict[str, float]] = field(default_factory=dict)
+    pooled_messages: Counter[str] = field(default_factory=Counter)
+    pooled_bytes: Counter[str] = field(default_factory=Counter)
+
+    def add(self, comm: Communication, pooled: Coalition) -> None:
+        self.messages += comm.messages
+        self.bytes += comm.bytes
+        self.rounds += comm.rounds
+        self.duration += comm.duration or 0.0
+        self.by_status.update(comm.by_status)
+        self.by_kind.update(comm.by_kind)
+        self.pooled_messages.update(pooled.pooled_messages)
+        self.pooled_bytes.update(pooled.pooled_bytes)
+        for role, figures in comm.roles.items():
+            acc = self.roles.setdefault(role, {})
+            n_old, n_new = acc.get("parties", 0.0), float(figures["parties"])
+            for name, value in figures.items():
+                if name == "parties":
+                    continue
+                if name.endswith("_mean"):  # weighted by the parties of each round
+                    total = acc.get(name, 0.0) * n_old + float(value) * n_new
+                    acc[name] = total / max(n_old + n_new, 1.0)
+                else:
+                    acc[name] = max(acc.get(name, 0.0), float(value))
+            acc["parties"] = n_old + n_new
+
+    def communication(self) -> Communication:
+        return Communication(
+            messages=self.messages,
+            bytes=self.bytes,
+            rounds=self.rounds,
+            duration=self.duration,
+            by_status=dict(sorted(self.by_status.items())),
+            by_kind=dict(sorted(self.by_kind.items())),
+            roles={
+                r: {k: int(x) if k == "parties" else x for k, x in v.items()}
+                for r, v in sorted(self.roles.items())
+            },
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundRecord:
+    """One round of the learning curves."""
+
+    round: int
+    status: str
+    picked: int
+    online: int
+    included: int | None
+    colluding: int
+    epsilon: float
+    test_accuracy: float | None
+    test_loss: float | None
+    bytes: Mapping[str, int]
+    messages: int
+    simulated_seconds: float
+    wall_seconds: float
+    exposed: int
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(slots=True)
+class Training:
+    """A finished (or stopped) training run."""
+
+    scenario: Scenario
+    seed: int
+    noise: NoisePlan
+    ledger: PrivacyLedger
+    coalition: frozenset[str]
+    learner: Learner
+    params: F64
+    records: list[RoundRecord]
+    totals: Totals
+    included: set[str]
+    picked_colluders: set[str]
+    stopped: str | None
+    wall_seconds: float
+
+
+def _exposed(
+    scenario: Scenario,
+    run: RoundRun,
+    nodes: Sequence[str],
+    coalition: frozenset[str],
+    secure: secagg.RoundPlan | None = None,
+) -> int:
+    """Honest included clients whose clipped update the coalition reads in the clear:
+    every one when it breaks the aggregation's trust (every compute node, or the
+    curator), none otherwise (``local`` DP: the server sees only noisy updates)."""
+    included = run.included()
+    if not included:
+        return 0
+    training = scenario.table("training", TrainingConfig)
+    if secure is not None:
+        trust: Trust = secagg.trust(secure)
+    elif training.aggregation == "dca":
+        trust = Trust.one_of(nodes)
+    elif training.aggregation == "trusted":
+        trust = Trust.each(SERVER)
+    else:
+        return 0
+    if not trust.broken_by(coalition):
+        return 0
+    return sum(1 for c in included if c not in coalition)
+
+
+def _skipped(
+    r: int, names: tuple[str, ...], coalition: frozenset[str], epsilon: float, started: float
+) -> RoundRecord:
+    """A round that never ran: too few clients picked for a SecAgg round."""
+    return RoundRecord(
+        round=r,
+        status="aborted",
+        picked=len(names),
+        online=0,
+        included=None,
+        colluding=sum(1 for c in names if c in coalition),
+        epsilon=epsilon,
+        test_accuracy=None,
+        test_loss=None,
+        bytes={},
+        messages=0,
+        simulated_seconds=0.0,
+        wall_seconds=time.perf_counter() - started,
+        exposed=0,
+        detail=f"{len(names)} picked: too few for a SecAgg round (no (k, t) meets the targets)",
+    )
+
+
+def _why(run: RoundRun) -> str:
+    """Why a round released nothing, in the aggregation's words."""
+    outcome = run.outcome
+    return f"{outcome.abort}: {outcome.detail}" if outcome.abort else "nothing released"
+
+
+def train(scenario: Scenario, seed: int | None = None) -> Training:
+    """Train for ``training.rounds`` rounds (fewer if the budget stops it)."""
+    started = time.perf_counter()
+    seed = scenario.seed if seed is None else seed
+    training = scenario.table("training", TrainingConfig)
+    plan_ledger(scenario)  # refuse a planned overspend before anything runs
+    streams = Streams(seed)
+    n = scenario.population.clients
+    ledger = accounting.ledger_of(scenario)
+    coalition = population_coalition(scenario, streams)
+    availability = Availability.of(scenario.table("availability", AvailabilityConfig), n)
+    learner = learner_of(scenario, streams)
+    params = learner.init()
+    secure_mode = training.aggregation in accounting.SECURE
+    integer = accounting.integer_of(scenario, params.size) if secure_mode else None
+    noise = (
+        accounting.secure_noise(scenario, integer)
+        if integer is not None
+        else accounting.noise_plan(scenario)
+    )
+    optimizer = ServerOptimizer(training, params.size)
+    nodes = _nodes(scenario)
+    records: list[RoundRecord] = []
+    totals = Totals()
+    included_ever: set[str] = set()
+    colluders_picked: set[str] = set()
+    stopped = None
+    so_far = _running(scenario)
+    for r in range(1, training.rounds + 1):
+        round_started = time.perf_counter()
+        rs = Streams(streams.seed_sequence("round", r))
+        cohort = sample_cohort(training, n, rs.generator("cohort"))
+        names = tuple(f"client-{i}" for i in cohort.tolist())
+        secure = plan_secure_round(scenario, rs, names, integer, r) if integer is not None else None
+        if secure_mode and secure is None:  # too few picked: no round, nothing released
+            records.append(_skipped(r, names, coalition, so_far.epsilon, round_started))
+            continue
+        try:
+            accounting.charge_round(ledger, scenario, noise, r, names, nodes, secure)
+        except BudgetExceededError as exc:
+            stopped = f"round {r} was refused: {exc}"
+            break
+        online = availability.online(cohort, r, rs.generator("availability"))
+        updates = learner.updates(params, cohort, online, rs.generator("local"))
+        run = simulate_round(
+            scenario,
+            rs,
+            names=names,
+            online=online,
+            updates=CohortUpdates(updates),
+            params=params,
+            noise=noise,
+            coalition=coalition,
+            secure=secure,
+        )
+        included = run.included()
+        accounting.settle_round(ledger, scenario, noise, r, included)
+        entry = ledger.entries[-1]
+        assert entry.label == accounting.round_label(r)
+        so_far.add(entry.event_against(coalition))
+        if included is not None and run.outcome.released is not None:
+            params = optimizer.step(params, np.asarray(run.outcome.released) / noise.cohort)
+            included_ever.update(included)
+        picked_colluders = {c for c in names if c in coalition}
+        colluders_picked |= picked_colluders
+        parts = [Communication.of_world(w, output_party=SERVER) for w in run.worlds]
+        for world, part in zip(run.worlds, parts, strict=True):
+            totals.add(part, Coalition.of_world(world))
+        sent: Counter[str] = Counter()
+        for part in parts:
+            sent.update(
+                {k: round(f["bytes_sent_mean"] * f["parties"]) for k, f in part.roles.items()}
+            )
+        evaluate = r % training.eval_every == 0 or r == training.rounds
+        accuracy, loss = learner.evaluate(params) if evaluate else (None, None)
+        records.append(
+            RoundRecord(
+                round=r,
+                status="released" if included is not None else "aborted",
+                picked=len(names),
+                online=int(online.sum()),
+                included=None if included is None else len(included),
+                colluding=len(picked_colluders),
+                epsilon=so_far.epsilon,
+                test_accuracy=accuracy,
+                test_loss=loss,
+                bytes=dict(sorted(sent.items())),
+                messages=sum(part.messages for part in parts),
+                simulated_seconds=sum(part.duration or 0.0 for part in parts),
+                wall_seconds=time.perf_counter() - round_started,
+                exposed=_exposed(scenario, run, nodes, coalition, secure),
+                detail="" if included is not None else _why(run),
+            )
+        )
+    if records and records[-1].test_accuracy is None:  # stopped early: evaluate the end
+        accuracy, loss = learner.evaluate(params)
+        last = records[-1]
+        records[-1] = RoundRecord(
+            **{**last.to_dict(), "test_accuracy": accuracy, "test_loss": loss}
+        )
+    return Training(
+        scenario=scenario,
+        seed=seed,
+        noise=noise,
+        ledger=ledger,
+        coalition=coalition,
+        learner=learner,
+        params=params,
+        records=records,
+        totals=totals,
+        included=included_ever,
+        picked_colluders=colluders_picked,
+        stopped=stopped,
+        wall_seconds=time.perf_counter() - started,
+    )
+
+
+def _accuracy(t: Training) -> dict[str, Any] | None:
+    evaluated = [r for r in t.records if r.test_accuracy is not None]
+    if not evaluated or not any(r.status == "released" for r in t.records):
+        return None
+    last = evaluated[-1]
+    return {
+        "test_accuracy": last.test_accuracy,
+        "test_loss": last.test_loss,
+        "best_test_accuracy": max(
+            r.test_accuracy for r in evaluated if r.test_accuracy is not None
+        ),
+        "initial_test_accuracy": t.learner.initial_accuracy,
+        "rounds_released": sum(1 for r in t.records if r.status == "released"),
+    }
+
+
+def _abort(t: Training) -> Abort | None:
+    if any(r.status == "released" for r in t.records):
+        return None
+    if t.stopped:
+        return Abort(reason="budget_exhausted", detail=t.stopped)
+    first = t.records[0].detail if t.records else ""
+    return Abort(
+        reason="too_many_dropouts",
+        detail=f"no round released a sum ({len(t.records)} rounds ran; round 1: {first})",
+    )
+
+
+def _details(t: Training) -> dict[str, Any]:
+    training = t.scenario.table("training", TrainingConfig)
+    return {
+        "algorithm": training.algorithm,
+        "aggregation": training.aggregation,
+        "rounds_planned": training.rounds,
+        "rounds_run": len(t.records),
+        "stopped": t.stopped,
+        "noise": {
+            "noise_multiplier": t.noise.multiplier,
+            "calibrated": t.noise.calibrated,
+            "sigma": t.noise.sigma,
+            "share_std": t.noise.share_std,
+            "tolerated": t.noise.tolerated,
+            "planned_cohort": t.noise.cohort,
+        },
+        "model": {"parameters": int(t.params.size), "name": t.learner.model_name},
+        "curves": [r.to_dict() for r in t.records],
+    }
+
+
+def run_fedlearn(scenario: Scenario, seed: int) -> RunResult:
+    """A training run, summarised: the final model's accuracy, the composed guarantee
+    against the realised coalition, the cost summed over rounds, and the curves."""
+    t = train(scenario, seed)
+    colluding = tuple(sorted(t.picked_colluders | set(t.scenario.threat.colluding_servers)))
+    exposed = sum(r.exposed for r in t.records)
+    included_rounds = sum(r.included or 0 for r in t.records)
+    privacy = Privacy.of(
+        t.ledger,
+        t.coalition,
+        noise_multiplier=t.noise.multiplier,
+        calibrated=t.noise.calibrated,
+        tolerated=t.noise.tolerated,
+        planned_cohort=t.noise.cohort,
+        rounds_charged=len(t.ledger.entries),
+    )
+    abort = _abort(t)
+    return RunResult(
+        scenario_name=scenario.name,
+        protocol=scenario.protocol,
+        seed=t.seed,
+        root_entropy=Streams(t.seed).entropy,
+        status="released" if abort is None else "aborted",
+        abort=abort,
+        privacy=privacy,
+        accuracy=None if abort is not None else _accuracy(t),
+        communication=t.totals.communication(),
+        parties=Parties(
+            total=scenario.population.clients,
+            included=len(t.included) if abort is None else None,
+            colluding=colluding,
+        ),
+        coalition=Coalition(
+            members=colluding,
+            pooled_messages=dict(sorted(t.totals.pooled_messages.items())),
+            pooled_bytes=dict(sorted(t.totals.pooled_bytes.items())),
+            exposure={
+                "updates_exposed": exposed,
+                "included_client_rounds": included_rounds,
+                "colluding_picks": sum(r.colluding for r in t.records),
+            },
+        ),
+        timing=Timing(wall_seconds=t.wall_seconds),
+        details=_details(t),
+        scenario=scenario.to_dict(),
+    )

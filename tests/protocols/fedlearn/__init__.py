@@ -1,0 +1,1 @@
+"""Tests of the fedlearn protocol's models and federated data."""
