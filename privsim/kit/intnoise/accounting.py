@@ -36,7 +36,7 @@ the kit's :class:`~privsim.kit.intnoise.rounding.Sensitivity` and calibrates.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import dp_accounting
@@ -69,6 +69,7 @@ __all__ = [
     "gaussian_rdp",
     "rdp_to_epsilon",
     "skellam_rdp",
+    "smallest_meeting",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -171,12 +172,29 @@ def calibrate(
         )
 
     lo = DDG_MIN_SIGMA if kind == "discrete_gaussian" else 1e-6
+    return smallest_meeting(meets, lo, relative_tolerance=relative_tolerance)
+
+
+def smallest_meeting(
+    meets: Callable[[float], bool],
+    floor: float,
+    *,
+    relative_tolerance: float,
+    start: float = 1.0,
+    ceiling: float = 1e300,
+) -> float:
+    """The smallest noise parameter p ≥ ``floor`` with ``meets(p)``, for a ``meets`` that
+    holds from some p on (ε falls as the noise grows): ``floor`` if it meets, else a
+    bracket by doubling from max(2·floor, ``start``), then bisection on a log scale to
+    ``relative_tolerance``; the answer meets, one tolerance below it does not. A
+    ValueError past ``ceiling``."""
+    lo = floor
     if meets(lo):
         return lo
-    hi = max(2.0 * lo, 1.0)
+    hi = max(2.0 * lo, start)
     while not meets(hi):
         lo, hi = hi, hi * 2.0
-        if hi > 1e300:
+        if hi > ceiling:
             raise ValueError("no noise level meets the target epsilon")
     while hi / lo - 1.0 > relative_tolerance:
         mid = math.sqrt(lo * hi)

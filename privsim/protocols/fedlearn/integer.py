@@ -17,18 +17,17 @@ shares).
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import dp_accounting
 
-from privsim.kit.intnoise.accounting import IntegerAccount, account
+from privsim.kit.intnoise.accounting import IntegerAccount, account, smallest_meeting
 from privsim.kit.intnoise.modulus import ModulusPlan, plan_modulus
 from privsim.kit.intnoise.noise import NoiseKind, client_parameter
 from privsim.kit.intnoise.rounding import Sensitivity, integer_sensitivity
 from privsim.kit.secagg.noise import Noise
 from privsim.scenarios.errors import FieldError
-from privsim.sim.integer_bounds import IntegerShares
+from privsim.sim.integer_bounds import DDG_MIN_SIGMA, IntegerShares
 from privsim.sim.ledger import epsilon_of
 
 __all__ = ["WRAP_PROBABILITY", "IntegerPlan", "integer_plan"]
@@ -91,8 +90,8 @@ def _calibrated(
     delta: float,
 ) -> float:
     """The smallest share parameter (to :data:`PARAMETER_TOLERANCE`, erring up) whose
-    rounds compose to at most ``epsilon``: a bracket by doubling, then bisection on the
-    log (ε falls as the parameter grows)."""
+    rounds compose to at most ``epsilon`` (:func:`~privsim.kit.intnoise.accounting.
+    smallest_meeting`: ε falls as the parameter grows)."""
 
     def meets(p: float) -> bool:
         return (
@@ -100,26 +99,18 @@ def _calibrated(
             <= epsilon
         )
 
-    hi = sens.l2 if kind == "discrete_gaussian" else sens.l2**2
-    hi = max(hi, 1.0)
-    while not meets(hi):
-        hi *= 2.0
-        if hi > 1e12:
-            raise FieldError(
-                "privacy.epsilon",
-                f"no integer noise meets ε = {epsilon:g} over {rounds} rounds",
-                "raise privacy.epsilon or lower training.rounds",
-            )
-    lo = hi / 2.0
-    while meets(lo) and lo > 1e-6:
-        hi, lo = lo, lo / 2.0
-    while hi / lo > 1 + PARAMETER_TOLERANCE:
-        mid = math.sqrt(lo * hi)
-        if meets(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    floor = DDG_MIN_SIGMA if kind == "discrete_gaussian" else 1e-6
+    start = sens.l2 if kind == "discrete_gaussian" else sens.l2**2
+    try:
+        return smallest_meeting(
+            meets, floor, relative_tolerance=PARAMETER_TOLERANCE, start=start, ceiling=1e12
+        )
+    except ValueError:
+        raise FieldError(
+            "privacy.epsilon",
+            f"no integer noise meets ε = {epsilon:g} over {rounds} rounds",
+            "raise privacy.epsilon or lower training.rounds",
+        ) from None
 
 
 @functools.lru_cache(maxsize=64)
