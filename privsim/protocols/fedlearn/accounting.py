@@ -77,16 +77,27 @@ def sensitivity(scenario: Scenario) -> float:
 SECURE = ("secagg", "secagg_plus")
 
 
+def integer_noise(scenario: Scenario) -> bool:
+    """Whether the rounds add integer noise: through SecAgg(+), or through DCA with
+    ``dca.noise`` set to an integer kind."""
+    training = _training(scenario)
+    if training.aggregation in SECURE:
+        return True
+    return (
+        training.aggregation == "dca" and scenario.table("dca", DcaConfig).noise_kind != "gaussian"
+    )
+
+
 def check_neighbour(scenario: Scenario) -> None:
     """Poisson sampling is amplified for add/remove-one neighbours, a fixed-size cohort
     for replace-one (the relations dp-accounting's sampled events are defined for);
     integer noise through SecAgg is accounted under Poisson sampling only (Zhu & Wang's
     subsampled RDP; no bound here covers a fixed-size cohort)."""
     training, neighbour = _training(scenario), scenario.privacy.neighbour
-    if training.aggregation in SECURE and training.sampling != "poisson":
+    if integer_noise(scenario) and training.sampling != "poisson":
         raise FieldError(
             "training.sampling",
-            f"rounds through {training.aggregation!r} add integer noise, accounted under "
+            f"rounds through {training.aggregation!r} with integer noise are accounted under "
             "Poisson sampling (Zhu & Wang's subsampled RDP); no bound here covers a "
             "fixed-size cohort",
             'set training.sampling = "poisson" (and privacy.neighbour = "add_remove")',
@@ -301,8 +312,10 @@ def integer_of(scenario: Scenario, dimension: int) -> IntegerPlan:
             "pick larger cohorts or lower training.expected_dropout / dca.tolerated",
         )
     p = scenario.privacy
+    dca = scenario.table("dca", DcaConfig)
+    through_dca = training.aggregation == "dca"
     return integer_plan(
-        training.integer_noise,
+        dca.noise_kind if through_dca else training.integer_noise,  # type: ignore[arg-type]
         bits=training.modulus_bits,
         clip=training.clip_norm,
         dimension=dimension,
@@ -313,6 +326,7 @@ def integer_of(scenario: Scenario, dimension: int) -> IntegerPlan:
         epsilon=p.epsilon,
         delta=p.delta,
         multiplier=training.noise_multiplier,
+        beta=dca.beta if through_dca else 0.0,
     )
 
 
@@ -324,6 +338,7 @@ def charge_round(
     clients: Sequence[str],
     nodes: Sequence[str],
     secure: secagg.RoundPlan | None = None,
+    integer: IntegerPlan | None = None,
 ) -> None:
     """Charge round r before it runs (refused over budget under ``refuse``): its planned
     Gaussian of multiplier z (× the expected factor for central noise on the mean), with
@@ -338,6 +353,15 @@ def charge_round(
             shares.event,
             trust=secagg.trust(secure),
             noise=shares.noise_shares(clients),
+            sampling=sampling_of(scenario),
+        )
+        return
+    if integer is not None:  # DCA with integer noise shares: the papers' bound
+        ledger.charge(
+            round_label(r),
+            integer.account.event,
+            trust=Trust.one_of(nodes, description="not all compute nodes colluding"),
+            noise=integer.account.noise_shares(clients),
             sampling=sampling_of(scenario),
         )
         return

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import dp_accounting
 
 from privsim.kit.intnoise.accounting import IntegerAccount, account, smallest_meeting
+from privsim.kit.intnoise.dca import IntegerSetup
 from privsim.kit.intnoise.modulus import ModulusPlan, plan_modulus
-from privsim.kit.intnoise.noise import NoiseKind, client_parameter
+from privsim.kit.intnoise.noise import IntegerNoise, NoiseKind, client_parameter
 from privsim.kit.intnoise.rounding import Sensitivity, integer_sensitivity
 from privsim.kit.secagg.noise import Noise
 from privsim.scenarios.errors import FieldError
@@ -48,6 +49,7 @@ class IntegerPlan:
 
     kind: NoiseKind
     fraction_bits: int
+    beta: float
     bits: int
     parameter: float
     honest: int
@@ -56,9 +58,23 @@ class IntegerPlan:
     modulus: ModulusPlan
 
     def noise(self) -> Noise:
-        """The kit's noise plan for a round."""
+        """The kit's noise plan for a SecAgg round."""
         return Noise(
             kind=self.kind, parameter=self.parameter, account=self.account, modulus=self.modulus
+        )
+
+    def setup(self, clip: float) -> IntegerSetup:
+        """DCA's integer mechanism for a round (inputs clipped to ``clip``, scaled by
+        2^f and conditionally rounded with β)."""
+        return IntegerSetup(
+            mechanism=IntegerNoise(
+                kind=self.kind, scale=float(1 << self.fraction_bits), beta=self.beta
+            ),
+            parameter=self.parameter,
+            account=self.account,
+            modulus=self.modulus,
+            bits=self.bits,
+            clip=clip,
         )
 
 
@@ -127,15 +143,17 @@ def integer_plan(
     epsilon: float,
     delta: float,
     multiplier: float | None,
+    beta: float = 0.0,
 ) -> IntegerPlan:
     """The largest scale 2^f (f ≤ :data:`MAX_FRACTION_BITS`) whose sum of up to
     ``cohort_max`` clients fits ``bits``, with its share parameter: calibrated to
-    (ε, δ) over the rounds, or set by ``multiplier``. A FieldError naming
+    (ε, δ) over the rounds, or set by ``multiplier``. ``beta``: the rounding's β (0:
+    plain rounding, as SecAgg's clients round; DCA's round conditionally). A FieldError naming
     ``training.modulus_bits`` when not even s = 1 fits."""
 
     def at(f: int) -> IntegerPlan:
         scale = float(1 << f)
-        sens = integer_sensitivity(clip, scale, dimension, 0.0)
+        sens = integer_sensitivity(clip, scale, dimension, beta)
         if multiplier is None:
             parameter = _calibrated(
                 kind,
@@ -155,6 +173,7 @@ def integer_plan(
         return IntegerPlan(
             kind=kind,
             fraction_bits=f,
+            beta=beta,
             bits=bits,
             parameter=parameter,
             honest=honest,

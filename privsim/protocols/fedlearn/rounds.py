@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from privsim.kit.intnoise.dca import IntegerClientInputs
 from privsim.kit.secagg import round as secagg
 from privsim.kit.securesum import behaviours as dca_roles
 from privsim.kit.securesum import round as securesum
@@ -106,10 +107,11 @@ def simulate_round(
     noise: NoisePlan,
     coalition: frozenset[str],
     secure: secagg.RoundPlan | None = None,
+    integer: IntegerPlan | None = None,
 ) -> RoundRun:
     """Run one round: the server sends ``params`` to every picked client (``names``),
     the ``online`` ones return their row of ``updates`` through the aggregation
-    (``secure``: the SecAgg round planned for it)."""
+    (``secure``: the SecAgg round planned for it; ``integer``: DCA's integer noise)."""
     training = scenario.table("training", TrainingConfig)
     if secure is not None:
         return _secure_round(
@@ -135,7 +137,7 @@ def simulate_round(
     )
     plan = roles.RoundPlan(clients=names, server=SERVER, params=params, deadline=training.deadline)
     if dca:
-        server = _launch_dca(world, scenario, plan, updates, noise, streams)
+        server = _launch_dca(world, scenario, plan, updates, noise, streams, integer)
     else:
         server = _launch_direct(world, training, plan, updates, noise, streams)
     agree_channels(world, channel_pairs)
@@ -262,26 +264,49 @@ def _launch_dca(
     updates: CohortUpdates,
     noise: NoisePlan,
     streams: Streams,
+    integer: IntegerPlan | None = None,
 ) -> Agent:
-    """DCA: the picked clients, the compute nodes and the server as the output party."""
+    """DCA: the picked clients, the compute nodes and the server as the output party;
+    with ``integer``, inputs scaled by 2^f, conditionally rounded and integer-noised mod
+    2^b (:class:`~privsim.kit.intnoise.dca.IntegerClientInputs`)."""
     cfg = scenario.table("dca", DcaConfig)
     nodes = securesum.node_names(scenario)
+    setup = (
+        None
+        if integer is None
+        else integer.setup(scenario.table("training", TrainingConfig).clip_norm)
+    )
     sum_plan = dataclasses.replace(
-        securesum.plan(scenario, plan.clients, nodes, updates.dimension, noise.share_std),
+        securesum.plan(
+            scenario, plan.clients, nodes, updates.dimension, noise.share_std, integer=setup
+        ),
         aggregator=SERVER,
         share_timeout=plan.deadline,
         tolerated=noise.tolerated,
+        fraction_bits=cfg.fraction_bits if integer is None else integer.fraction_bits,
     )
-    inputs = ClientInputs(
+    inputs: ClientInputs = ClientInputs(
         data=updates,
         noise=streams.keystream("dca", "noise"),
         randomness=streams.keystream("dca", "shares"),
         noise_std=noise.share_std,
-        fraction_bits=cfg.fraction_bits,
+        fraction_bits=sum_plan.fraction_bits,
         n_nodes=len(nodes),
         share_mode=sum_plan.share_mode,
         threshold=sum_plan.threshold,
     )
+    if setup is not None:
+        inputs = IntegerClientInputs(
+            data=updates,
+            noise=inputs.noise,
+            randomness=inputs.randomness,
+            noise_std=setup.client_std,
+            fraction_bits=sum_plan.fraction_bits,
+            n_nodes=len(nodes),
+            share_mode=sum_plan.share_mode,
+            threshold=sum_plan.threshold,
+            setup=setup,
+        )
     for agent in world.add_parties("client", plan.clients):
         world.start(agent, roles.dca_client(agent, plan, inputs, sum_plan))
     for node in nodes:

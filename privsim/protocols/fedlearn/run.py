@@ -98,6 +98,14 @@ def plan_ledger(scenario: Scenario) -> PrivacyLedger:
                 )
             accounting.charge_round(ledger, scenario, noise, r, names, nodes, secure)
         return ledger
+    if accounting.integer_noise(scenario):  # DCA with integer noise shares
+        integer = accounting.integer_of(
+            scenario, learner_of(scenario, Streams(scenario.seed)).start.size
+        )
+        noise = accounting.secure_noise(scenario, integer)
+        for r in range(1, training.rounds + 1):
+            accounting.charge_round(ledger, scenario, noise, r, (), nodes, integer=integer)
+        return ledger
     noise = accounting.noise_plan(scenario)
     for r in range(1, training.rounds + 1):
         accounting.charge_round(ledger, scenario, noise, r, (), nodes)
@@ -288,7 +296,9 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
     learner = learner_of(scenario, streams)
     params = learner.init()
     secure_mode = training.aggregation in accounting.SECURE
-    integer = accounting.integer_of(scenario, params.size) if secure_mode else None
+    integer = (
+        accounting.integer_of(scenario, params.size) if accounting.integer_noise(scenario) else None
+    )
     noise = (
         accounting.secure_noise(scenario, integer)
         if integer is not None
@@ -307,12 +317,25 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         rs = Streams(streams.seed_sequence("round", r))
         cohort = sample_cohort(training, n, rs.generator("cohort"))
         names = tuple(f"client-{i}" for i in cohort.tolist())
-        secure = plan_secure_round(scenario, rs, names, integer, r) if integer is not None else None
+        secure = (
+            plan_secure_round(scenario, rs, names, integer, r)
+            if secure_mode and integer is not None
+            else None
+        )
         if secure_mode and secure is None:  # too few picked: no round, nothing released
             records.append(_skipped(r, names, coalition, so_far.epsilon, round_started))
             continue
         try:
-            accounting.charge_round(ledger, scenario, noise, r, names, nodes, secure)
+            accounting.charge_round(
+                ledger,
+                scenario,
+                noise,
+                r,
+                names,
+                nodes,
+                secure,
+                integer=None if secure_mode else integer,
+            )
         except BudgetExceededError as exc:
             stopped = f"round {r} was refused: {exc}"
             break
@@ -328,6 +351,7 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
             noise=noise,
             coalition=coalition,
             secure=secure,
+            integer=None if secure_mode else integer,
         )
         included = run.included()
         accounting.settle_round(ledger, scenario, noise, r, included)

@@ -285,3 +285,21 @@ def test_secagg_needs_poisson_sampling() -> None:
     with pytest.raises((FieldError, ScenarioError)) as found:
         _scenario(**{"training.aggregation": "secagg_plus"})
     assert found.value.field == "training.sampling"
+
+
+@pytest.mark.parametrize("noise", ["discrete_gaussian", "skellam"])
+def test_dca_rounds_with_integer_noise_compose_by_the_papers_bound(noise: str) -> None:
+    """DCA with integer noise mod 2^b: each round's event is the papers' bound at the
+    honest included shares, amplified by Poisson sampling; the nodes' trust as for
+    Gaussian shares; the release decodes with the planner's scale."""
+    result = _result(**SECURE, **{"training.aggregation": "dca", "dca.noise": noise})
+    assert result["status"] == "released"
+    assert result["privacy"]["guarantee_met"] is True
+    for event in result["privacy"]["events"]:
+        assert f"kind='{noise}'" in event["realised"]
+        assert event["realised"].startswith("PoissonSampledDpEvent")
+        assert event["trusted_parties"] == ["compute-0", "compute-1", "compute-2"]
+    acc = result["accuracy"]
+    # the decoded sums train the model: it must not be worse than chance by more than
+    # the test set's binomial sd (a wrong scale or modulus would give garbage updates)
+    assert acc["test_accuracy"] > 1 / 3 - 0.05
