@@ -100,19 +100,28 @@ def check_neighbour(scenario: Scenario) -> None:
             f"rounds through {training.aggregation!r} with integer noise are accounted under "
             "Poisson sampling (Zhu & Wang's subsampled RDP); no bound here covers a "
             "fixed-size cohort",
-            'set training.sampling = "poisson" (and privacy.neighbour = "add_remove")',
+            'set training.sampling = "poisson" (and privacy.neighbour = "add_remove"), with '
+            f"training.rate = {training.cohort / scenario.population.clients:.4g} for the "
+            f"expected cohort of {training.cohort}",
         )
     want = "add_remove" if training.sampling == "poisson" else "replace_one"
+    words = {"add_remove": "add/remove-one", "replace_one": "replace-one"}
     if training.aggregation != "local" and neighbour != want:
+        same = (
+            f", with training.rate = {training.cohort / scenario.population.clients:.4g} for "
+            f"the expected cohort of {training.cohort}"
+            if want == "replace_one"
+            else ""
+        )
         raise FieldError(
             "privacy.neighbour",
-            f"{training.sampling!r} sampling is accounted for {want.replace('_', '/')} "
-            f"neighbours, not {neighbour.replace('_', '/')}",
+            f"{training.sampling!r} sampling is accounted for {words[want]} neighbours, "
+            f"not {words[neighbour]}",
             f'set privacy.neighbour = "{want}"'
             + (
                 ', or training.sampling = "fixed"'
                 if want == "add_remove"
-                else ', or training.sampling = "poisson"'
+                else ', or training.sampling = "poisson"' + same
             ),
         )
 

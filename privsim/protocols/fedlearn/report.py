@@ -39,8 +39,18 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         f"encryption {channel_label(sc['network']['encryption'])}",
         f"Noise       z = {_fmt(noise.get('noise_multiplier'), '.4g')}"
         f"{' (planned for the budget)' if noise.get('calibrated') else ''}, "
-        f"σ on the sum {_fmt(noise.get('sigma'), '.4g')}, planned cohort "
-        f"{_fmt(noise.get('planned_cohort'), '.4g')}, T = {noise.get('tolerated')}",
+        + (
+            f"σ per client {_fmt(noise.get('sigma'), '.4g')} (each adds the whole noise)"
+            if aggregation == "local"
+            else f"σ on the sum {_fmt(noise.get('sigma'), '.4g')}"
+        )
+        + f", planned cohort {_fmt(noise.get('planned_cohort'), '.4g')}"
+        + (
+            f", T = {noise.get('tolerated')} (the dropped or colluding members of a cohort "
+            "the noise shares are sized for)"
+            if aggregation in ("dca", "secagg", "secagg_plus")
+            else ""
+        ),
     ]
     if result["status"] == "released":
         acc = result["accuracy"]
@@ -63,4 +73,8 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
             f"{_fmt(r['included'], 'd'):>8} {r['colluding']:>9}  "
             f"{_fmt(r['test_accuracy'], '.4f'):>8}  {_fmt(r['epsilon'], '.4g'):>7}  {total}"
         )
+    lines.append(
+        "            (traffic below: per party and round; rounds are message rounds, several "
+        "per training round)"
+    )
     return lines

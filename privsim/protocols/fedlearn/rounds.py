@@ -217,7 +217,7 @@ def _secure_round(
     plan = roles.RoundPlan(clients=names, server=SERVER, params=params, deadline=half)
     for agent in down.add_parties("client", names):
         down.start(agent, roles.receiver(agent, plan))
-    server = down.add_party(SERVER, "aggregator")
+    server = down.add_party(SERVER, "server")  # SecAgg's role name for it
     down.start(server, roles.sender(server, plan))
     agree_channels(down, channel_pairs)
     down.run()

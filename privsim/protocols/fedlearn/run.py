@@ -55,6 +55,7 @@ from privsim.sim.events import pld_interval
 from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust
 from privsim.sim.running import RunningEpsilon
 from privsim.sim.streams import Streams
+from privsim.sim.world import World
 
 __all__ = ["Training", "plan_ledger", "population_coalition", "run_fedlearn", "train"]
 
@@ -80,6 +81,16 @@ def plan_ledger(scenario: Scenario) -> PrivacyLedger:
     """The ledger with every round charged as planned, before anything runs: it raises
     :class:`~privsim.sim.ledger.BudgetExceededError` exactly when the run would refuse
     the scenario (the planned rounds overspend)."""
+    try:
+        return _planned(scenario)
+    except BudgetExceededError as exc:
+        raise BudgetExceededError(
+            f"{exc} For training: leave training.noise_multiplier out (the planner's z "
+            "meets the budget), raise it, or lower training.rounds."
+        ) from None
+
+
+def _planned(scenario: Scenario) -> PrivacyLedger:
     ledger = accounting.ledger_of(scenario)
     training = scenario.table("training", TrainingConfig)
     nodes = _nodes(scenario)
@@ -276,6 +287,53 @@ def _skipped(
     )
 
 
+def _one_round(parts: Sequence[Communication]) -> Communication:
+    """A round's communication from its worlds run one after the other (the model's
+    download, then the aggregation): counts, bytes and durations add up; per role, the
+    same parties took part in each, so a party's figures add up too (means over the
+    largest count of parties; maxima added: at most that)."""
+    if len(parts) == 1:
+        return parts[0]
+    roles: dict[str, dict[str, float]] = {}
+    for part in parts:
+        for role, figures in part.roles.items():
+            acc = roles.setdefault(role, {})
+            acc["parties"] = max(acc.get("parties", 0.0), float(figures["parties"]))
+            for name, value in figures.items():
+                if name == "parties":
+                    continue
+                if name.endswith("_mean"):
+                    weight = float(figures["parties"])
+                    acc[f"{name}_total"] = acc.get(f"{name}_total", 0.0) + float(value) * weight
+                else:
+                    acc[name] = acc.get(name, 0.0) + float(value)
+    for acc in roles.values():
+        for key in [k for k in acc if k.endswith("_mean_total")]:
+            acc[key.removesuffix("_total")] = acc.pop(key) / max(acc["parties"], 1.0)
+    return Communication(
+        messages=sum(p.messages for p in parts),
+        bytes=sum(p.bytes for p in parts),
+        rounds=sum(p.rounds for p in parts),
+        duration=sum(p.duration or 0.0 for p in parts),
+        by_status=dict(sum((Counter(p.by_status) for p in parts), Counter())),
+        by_kind=dict(sum((Counter(p.by_kind) for p in parts), Counter())),
+        roles=roles,
+    )
+
+
+def _pooled(worlds: Sequence[World]) -> Coalition:
+    """What the coalition pooled over a round's worlds."""
+    views = [Coalition.of_world(w) for w in worlds]
+    if len(views) == 1:
+        return views[0]
+    messages: Counter[str] = Counter()
+    sizes: Counter[str] = Counter()
+    for view in views:
+        messages.update(view.pooled_messages)
+        sizes.update(view.pooled_bytes)
+    return Coalition(pooled_messages=dict(messages), pooled_bytes=dict(sizes))
+
+
 def _why(run: RoundRun) -> str:
     """Why a round released nothing, in the aggregation's words."""
     outcome = run.outcome
@@ -363,14 +421,16 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
             included_ever.update(included)
         picked_colluders = {c for c in names if c in coalition}
         colluders_picked |= picked_colluders
-        parts = [Communication.of_world(w, output_party=SERVER) for w in run.worlds]
-        for world, part in zip(run.worlds, parts, strict=True):
-            totals.add(part, Coalition.of_world(world))
-        sent: Counter[str] = Counter()
-        for part in parts:
-            sent.update(
-                {k: round(f["bytes_sent_mean"] * f["parties"]) for k, f in part.roles.items()}
-            )
+        # the download's world ends when its last client has the model; the round's
+        # own, when the server has the sum
+        last = len(run.worlds) - 1
+        parts = [
+            Communication.of_world(w, output_party=SERVER if i == last else None)
+            for i, w in enumerate(run.worlds)
+        ]
+        comm = _one_round(parts)
+        totals.add(comm, _pooled(run.worlds))
+        sent = {role: round(f["bytes_sent_mean"] * f["parties"]) for role, f in comm.roles.items()}
         evaluate = r % training.eval_every == 0 or r == training.rounds
         accuracy, loss = learner.evaluate(params) if evaluate else (None, None)
         records.append(
@@ -385,8 +445,8 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
                 test_accuracy=accuracy,
                 test_loss=loss,
                 bytes=dict(sorted(sent.items())),
-                messages=sum(part.messages for part in parts),
-                simulated_seconds=sum(part.duration or 0.0 for part in parts),
+                messages=comm.messages,
+                simulated_seconds=comm.duration or 0.0,
                 wall_seconds=time.perf_counter() - round_started,
                 exposed=_exposed(scenario, run, nodes, coalition, secure),
                 detail="" if included is not None else _why(run),
@@ -439,7 +499,9 @@ def _abort(t: Training) -> Abort | None:
     first = t.records[0].detail if t.records else ""
     return Abort(
         reason="too_many_dropouts",
-        detail=f"no round released a sum ({len(t.records)} rounds ran; round 1: {first})",
+        detail=f"no round released a sum ({len(t.records)} rounds ran; round 1: {first}); "
+        "plan for the dropouts with training.expected_dropout (or dca.tolerated), or let "
+        'rounds release beyond them with dca.on_excess_dropout = "release"',
     )
 
 
