@@ -208,21 +208,10 @@ def run_privsim(setup: Setup, seed: int, rounds: int) -> tuple[list[float], floa
 
 def partition(seed: int) -> tuple[list[tuple[Any, Any]], tuple[Any, Any]]:
     """privsim's split of digits for ``seed``: each client's (X, y) and the test set."""
-    import numpy as np
-
-    from privsim.protocols.fedlearn.federated import learner_of
+    from privsim.protocols.fedlearn.federated import client_records
     from privsim.scenarios import scenario_from_dict
-    from privsim.sim.streams import Streams
 
-    sc = scenario_from_dict(scenario(SETUPS[0], seed, 1))
-    learner = learner_of(sc, Streams(seed))
-    parts = []
-    for j in range(CLIENTS):
-        c = learner.data.cohort(np.array([j]))
-        n = int(c.counts[0])
-        parts.append((c.X[0, :n].copy(), c.y[0, :n].copy()))
-    X_test, y_test = learner.test
-    return parts, (X_test.copy(), y_test.copy())
+    return client_records(scenario_from_dict(scenario(SETUPS[0], seed, 1)), seed)
 
 
 def flower_available() -> bool:

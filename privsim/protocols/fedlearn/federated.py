@@ -26,7 +26,7 @@ from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.streams import Streams
 
-__all__ = ["Learner", "check_learner", "learner_of", "preflight_data"]
+__all__ = ["Learner", "check_learner", "client_records", "learner_of", "preflight_data"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -218,3 +218,16 @@ def learner_of(scenario: Scenario, streams: Streams) -> Learner:
         test=test,
         initial_accuracy=initial,
     )
+
+
+def client_records(scenario: Scenario, seed: int) -> tuple[list[tuple[F64, I64]], tuple[F64, I64]]:
+    """Every client's records (X, y) and the test set of ``scenario`` at ``seed``: the
+    split a run uses, handed as plain arrays to another framework run side by side."""
+    learner = learner_of(scenario, Streams(seed))
+    parts = []
+    for j in range(scenario.population.clients):
+        cohort = learner.data.cohort(np.array([j]))
+        n = int(cohort.counts[0])
+        parts.append((cohort.X[0, :n].copy(), cohort.y[0, :n].copy()))
+    X_test, y_test = learner.test
+    return parts, (X_test.copy(), y_test.copy())
