@@ -156,6 +156,22 @@ def test_the_tff_tutorial_anchor():
     assert achieved <= independent
 
 
+def test_full_participation_matches_the_independent_rdp_and_the_pld_accountant():
+    """Every client every round (q = 1, the unsampled case): the ledger's ε for 100
+    rounds at z = 1.2 is one Gaussian of multiplier z/√100 (closed form), checked
+    against the test's own RDP computation at q = 1 (α·R/(2z²), converted: an upper
+    bound, so at or above the ledger's) and dp-accounting's PLD accountant (to 1%, the
+    accountant's discretisation)."""
+    ledger = PrivacyLedger(1000.0, DELTA)
+    for r in range(TFF_ROUNDS):
+        ledger.charge(f"round-{r}", GAUSSIAN(TFF_Z))
+    found = ledger.guarantee().epsilon
+    orders = [*range(2, 257), *(1 + k / 10 for k in range(1, 100) if k % 10)]
+    independent = min(_convert(TFF_ROUNDS * a / (2 * TFF_Z**2), a, DELTA) for a in orders)
+    assert found <= independent
+    assert found == pytest.approx(_pld_accountant(SELF(GAUSSIAN(TFF_Z), TFF_ROUNDS)), rel=0.01)
+
+
 @pytest.mark.parametrize(
     ("realised", "rdp", "pld"),
     [
