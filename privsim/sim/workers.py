@@ -11,7 +11,8 @@ The workers are loky's (:func:`loky.get_reusable_executor`): fresh interpreters,
 fork of the simulation (which may run threads) and never a re-import of the user's
 script (loky's processes do not run ``__main__`` again), reused by the run's later
 rounds and ended after :data:`IDLE_SECONDS` without work. privsim adds, in each worker's
-initializer: Ctrl-C is ignored (it reaches the terminal's whole process group; the
+initializer (:mod:`privsim.sim.worker_task`, all a worker imports of privsim besides
+its task): Ctrl-C is ignored (it reaches the terminal's whole process group; the
 run's process stops the workers, at once, when it is interrupted) and the worker ends
 within a second of the run's process, even after a ``kill -9``
 (:func:`~privsim.sim.lifetime.die_with_parent_process`). Each task also reports its
@@ -25,25 +26,18 @@ caller's (a Dask cluster's, say) instead.
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
-import importlib.util
 import os
-import signal
-import sys
 import threading
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from concurrent.futures import Future, as_completed
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import partial
-from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from privsim.limits import WORKERS_PER_CORE, env_value, parse_count, usable_cores
-from privsim.sim.lifetime import die_with_parent_process
+from privsim.sim.worker_task import PARENT, alone, call, init_worker
 
 __all__ = [
     "ENV",
@@ -61,8 +55,6 @@ __all__ = [
 
 #: The environment variable that sets the number of worker processes of a run.
 ENV = "PRIVSIM_ROUND_PROCESSES"
-#: The environment variable that tells a worker its parent's pid.
-PARENT = "PRIVSIM_WORKER_PARENT"
 #: Seconds a worker waits for a task before it ends (it is started again when needed).
 IDLE_SECONDS = 10.0
 
@@ -85,7 +77,7 @@ def use(executor: futures.Executor, size: int) -> AbstractContextManager[None]:
     pool (:func:`executor`, :func:`map_unordered`: DCA's share rounds, the channels' key
     agreement, SecAgg's bulk cryptography) goes to ``executor`` (e.g. a Dask
     ``Client(...).get_executor()``) instead of privsim's worker processes, from every
-    thread of the run; privsim never shuts it down. A task is :func:`_call` of a
+    thread of the run; privsim never shuts it down. A task is :func:`~privsim.sim.worker_task.call` of a
     module-level function of privsim and its arguments (pickled by reference). Rounds too
     small for workers, and a ``size`` of 1, stay in the run's process."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -176,7 +168,7 @@ class Inline:
 class Pool:
     """``size`` workers of a :class:`concurrent.futures.Executor`: loky's reusable
     executor (:meth:`local`), or the caller's given to :func:`use`. A task runs in
-    :func:`_call`, which reports a failure as its traceback (raised here as a
+    :func:`~privsim.sim.worker_task.call`, which reports a failure as its traceback (raised here as a
     ``RuntimeError``) and the worker's usage."""
 
     def __init__(self, size: int, inner: futures.Executor, *, owned: bool) -> None:
@@ -200,7 +192,7 @@ class Pool:
             max_workers=size,
             context="loky",  # a fresh interpreter that does not run __main__ again
             timeout=IDLE_SECONDS,
-            initializer=_init_worker,
+            initializer=init_worker,
             env=_worker_env(),
         )
         return cls(size, inner, owned=True)
@@ -213,7 +205,7 @@ class Pool:
                 outer.set_exception(RuntimeError(self._stopped))
                 return outer
             try:
-                inner = self._inner.submit(_call, fn, args)
+                inner = self._inner.submit(call, fn, args)
             except Exception as exc:  # a broken or shut-down executor
                 outer.set_exception(RuntimeError(_ended(exc)))
                 return outer
@@ -332,74 +324,6 @@ def map_unordered(
     pool.close()
 
 
-@dataclass(frozen=True)
-class _Alone:
-    module: str
-    name: str
-
-    def __call__(self, *args: Any) -> Any:
-        return getattr(_import_alone(self.module), self.name)(*args)
-
-
-def alone(fn: Callable[..., R]) -> Callable[..., R]:
-    """``fn`` (a module-level function) as a task that privsim's workers import without
-    running the ``__init__`` of its packages (a protocol package's ``__init__`` loads the
-    whole protocol; its bulk functions need a fraction of that): it pickles as the
-    module's and function's names."""
-    return _Alone(fn.__module__, fn.__qualname__)
-
-
-_in_worker = False  # set by _init_worker: one task at a time, in the main thread
-
-
-def _import_alone(name: str) -> ModuleType:
-    """The module ``name``; in privsim's workers, imported with the packages not
-    imported yet standing in as bare packages (their ``__init__`` not run) while it
-    loads, then removed, so that a later import of a package runs its ``__init__``."""
-    module = sys.modules.get(name)
-    if module is not None or not _in_worker:
-        return module or importlib.import_module(name)
-    parts, path, stubs = name.split("."), None, []
-    try:
-        for i in range(1, len(parts)):
-            package = ".".join(parts[:i])
-            if package in sys.modules:
-                path = sys.modules[package].__path__
-                continue
-            spec = importlib.machinery.PathFinder.find_spec(package, path)
-            if spec is None or spec.submodule_search_locations is None:
-                break  # not a package on the path: import it the usual way
-            sys.modules[package] = importlib.util.module_from_spec(spec)
-            stubs.append(package)
-            path = spec.submodule_search_locations
-        return importlib.import_module(name)
-    finally:
-        for package in stubs:
-            sys.modules.pop(package, None)
-
-
-def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any, int, int, float]:
-    """A worker's task: ``fn(*args)`` (or its error, as text), the worker's pid, its peak
-    memory and the task's CPU seconds."""
-    cpu = _cpu_seconds()
-    try:
-        reply: tuple[bool, Any] = (True, fn(*args))
-    except BaseException:  # reported to the run, which raises it
-        reply = (False, traceback.format_exc())
-    peak = _peak_bytes()
-    return (*reply, os.getpid(), peak, _cpu_seconds() - cpu)
-
-
-def _init_worker() -> None:
-    """Each worker first: ignore Ctrl-C, end with the run's process."""
-    global _in_worker
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _in_worker = True
-    parent = os.environ.get(PARENT, "")
-    if parent.isdigit():
-        die_with_parent_process(int(parent))
-
-
 def _worker_env() -> dict[str, str]:
     """The workers' environment on top of the run's: a round inside a worker stays in
     it, the run's pid, and the run's privsim settings (a change of them starts new
@@ -419,32 +343,3 @@ def _worker_env() -> dict[str, str]:
     # it returns.
     env["LOKY_MAX_MEMORY_LEAK_SIZE"] = os.environ.get("LOKY_MAX_MEMORY_LEAK_SIZE", str(1 << 62))
     return env
-
-
-def _cpu_seconds() -> float:
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return 0.0
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _peak_bytes() -> int:
-    """This process's peak resident bytes (0 where the platform has no ``resource``
-    module). On Linux the address space's high-water mark (``VmHWM``): ``ru_maxrss``
-    would start from the parent's peak at the fork."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return 0
-    from privsim.inputs import read_input_text
-
-    try:  # the guarded reader, as for every file (/proc's report a size of 0)
-        for line in read_input_text("/proc/self/status", "process status", 2**20).splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):  # pragma: no cover - not Linux
-        pass
-    scale = 1 if sys.platform == "darwin" else 1024  # macOS reports bytes, Linux KiB
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale

@@ -28,7 +28,7 @@ class Counting(ThreadPoolExecutor):
         self._tasks_lock = threading.Lock()
 
     def submit(self, fn, /, *args, **kwargs):
-        task = args[0]  # the function that privsim's _call runs
+        task = args[0]  # the function that privsim's worker_task.call runs
         name = getattr(task, "__name__", None) or getattr(task, "name", repr(task))
         with self._tasks_lock:
             self.tasks.append(name)
