@@ -546,3 +546,76 @@ def test_inputs_met_while_building_run_or_name_their_field(changes, field):
     with pytest.raises((FieldError, ScenarioError)) as info:
         run(_Scenario.from_dict(data))
     assert info.value.field == field and "Fix:" in str(info.value)
+
+
+# Inputs met while building iterative training (fedlearn): each a named error at
+# validation or when the run starts, or a run that ends with a status and finite figures.
+FEDLEARN_MET: list[tuple[dict[str, Any], str | None]] = [
+    (
+        {"training.deadline": 0.5, "network.link.latency": {"model": "constant", "value": 1.0}},
+        "training.deadline",
+    ),
+    ({"training.cohort": 61}, "training.cohort"),
+    ({"training.sampling": "poisson"}, "privacy.neighbour"),
+    ({"training.aggregation": "secagg_plus"}, "training.sampling"),
+    ({"dca.noise": "skellam"}, "training.sampling"),
+    (
+        {
+            "training.aggregation": "secagg_plus",
+            "training.sampling": "poisson",
+            "training.rate": 0.3,
+            "privacy.neighbour": "add_remove",
+            "training.modulus_bits": 4,
+        },
+        "training.modulus_bits",
+    ),
+    ({"model.name": "logistic"}, "model.name"),  # 3 classes
+    ({"model.name": "no-such-model"}, "model.name"),
+    ({"dataset.source": "csv"}, "dataset.path"),
+    ({"availability.model": "trace"}, "availability.trace"),
+    (
+        {"availability.model": "trace", "availability.trace": "no-such-trace.csv"},
+        "availability.trace",
+    ),
+    ({"threat.colluding_clients": 61}, "threat.colluding_clients"),
+    ({"training.noise_multiplier": 0.0, "privacy.on_overspend": "warn"}, None),  # ε = ∞
+    ({"faults.absent": 1.0}, None),  # nothing released: aborted, not a traceback
+    (  # a tiny multiplier under Poisson sampling: was a 38 GiB PLD grid, now RDP's ε
+        {
+            "training.noise_multiplier": 1e-3,
+            "privacy.on_overspend": "warn",
+            "training.sampling": "poisson",
+            "training.rate": 0.3,
+            "privacy.neighbour": "add_remove",
+        },
+        None,
+    ),
+    ({"availability.model": "bernoulli", "availability.probability": 0.01}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"), FEDLEARN_MET, ids=[str(c)[:60] for c, _ in FEDLEARN_MET]
+)
+def test_fedlearn_inputs_run_or_name_their_field(changes, field):
+    import math
+    import warnings
+
+    from privsim.protocols.fedlearn import EXAMPLE
+    from privsim.scenarios.convert import set_fields
+    from privsim.scenarios.schema import Scenario as _Scenario
+
+    data = set_fields(EXAMPLE, {"training.rounds": 2, **changes})
+    if field is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = run(_Scenario.from_dict(data)).to_dict()
+        assert result["status"] in ("released", "aborted")
+        epsilon = result["privacy"]["achieved_epsilon"]
+        assert epsilon == "inf" or not math.isnan(epsilon)
+        for value in (result["accuracy"] or {}).values():
+            assert not (isinstance(value, float) and math.isnan(value))
+        return
+    with pytest.raises((FieldError, ScenarioError)) as info:
+        run(_Scenario.from_dict(data))
+    assert info.value.field == field and "Fix:" in str(info.value)

@@ -419,6 +419,21 @@ def _sampled_base_pld(leaf: dp_accounting.PoissonSampledDpEvent, interval: float
     return cache(leaf, interval)
 
 
+#: dp-accounting's Gaussian PLD spans the privacy loss over ±this many standard
+#: deviations (its tail truncation at 1e-15, rounded up).
+GAUSSIAN_TAIL_SIGMAS = 9.0
+
+
+def check_gaussian_span(noise_multiplier: float) -> None:
+    """The privacy loss of a Gaussian of multiplier m spans about 2t/m + 1/m² over ±t
+    standard deviations: past 2·:data:`MAX_PLD_EPSILON` (m below about 0.03) the PLD's
+    grid would take gigabytes, and every ε it could give is beyond a PLD's anyway, so an
+    OverflowError (the caller's ∞, or its RDP figure where it has one)."""
+    m, t = noise_multiplier, GAUSSIAN_TAIL_SIGMAS
+    if not m > 0 or 2 * t / m + 1 / m**2 > 2 * MAX_PLD_EPSILON:
+        raise OverflowError(f"a Gaussian of multiplier {m:g} is beyond a PLD")
+
+
 def _build_sampled_pld(leaf: dp_accounting.PoissonSampledDpEvent, interval: float) -> PLD:
     """The construction behind :func:`_sampled_base_pld`, uncached."""
     q, inner = leaf.sampling_probability, leaf.event
@@ -429,6 +444,7 @@ def _build_sampled_pld(leaf: dp_accounting.PoissonSampledDpEvent, interval: floa
             sampling_prob=q,
         )
     else:
+        check_gaussian_span(inner.noise_multiplier)
         pld = pld_module.from_gaussian_mechanism(
             standard_deviation=inner.noise_multiplier,
             value_discretization_interval=interval,
@@ -484,6 +500,7 @@ def leaf_pld(
         check_sampled(leaf)
         return _sampled_pld(leaf, count, interval)
     if isinstance(leaf, dp_accounting.GaussianDpEvent):
+        check_gaussian_span(leaf.noise_multiplier / math.sqrt(count))
         return pld_module.from_gaussian_mechanism(
             standard_deviation=leaf.noise_multiplier / math.sqrt(count),
             value_discretization_interval=interval,

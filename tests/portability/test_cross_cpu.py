@@ -139,7 +139,9 @@ def test_the_probe_catches_a_machine_dependent_event_time(tmp_path):
     traces differ between full and limited dispatch. Only a CPU on which NumPy's ``exp``
     itself changes with dispatch can show it."""
     x = np.random.default_rng(0).standard_normal(4096)
-    script = "import sys, numpy as np; sys.stdout.write(np.exp(np.load(sys.argv[1])).tobytes().hex())"
+    script = (
+        "import sys, numpy as np; sys.stdout.write(np.exp(np.load(sys.argv[1])).tobytes().hex())"
+    )
     path = tmp_path / "x.npy"
     np.save(path, x)
     outs = under_both_dispatches(script, str(path))

@@ -164,8 +164,6 @@ def test_a_failing_task_reaches_its_reader():
         pool.close()
 
 
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_end_when_their_parent_is_killed():
     script = (

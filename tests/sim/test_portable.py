@@ -54,8 +54,14 @@ def test_quarter_turns_are_exact():
 
 @pytest.mark.parametrize(
     ("x", "want"),
-    [(0.0, 1.0), (-0.0, 1.0), (math.inf, math.inf), (-math.inf, 0.0), (710.0, math.inf),
-     (-746.0, 0.0)],
+    [
+        (0.0, 1.0),
+        (-0.0, 1.0),
+        (math.inf, math.inf),
+        (-math.inf, 0.0),
+        (710.0, math.inf),
+        (-746.0, 0.0),
+    ],
 )
 def test_exp_special_values(x, want):
     assert portable.exp(np.array([x]))[0] == want
@@ -63,8 +69,13 @@ def test_exp_special_values(x, want):
 
 @pytest.mark.parametrize(
     ("y", "want"),
-    [(1.0, 0.0), (0.0, -math.inf), (math.inf, math.inf), (2.0, math.log(2.0)),
-     (5e-324, math.log(5e-324))],
+    [
+        (1.0, 0.0),
+        (0.0, -math.inf),
+        (math.inf, math.inf),
+        (2.0, math.log(2.0)),
+        (5e-324, math.log(5e-324)),
+    ],
 )
 def test_log_special_values(y, want):
     assert portable.log(np.array([y]))[0] == want

@@ -507,3 +507,16 @@ def test_descriptions():
     )
     assert Sampling.fixed(3383, 120, "server").neighbour == "replace_one"
     assert Sampling.poisson(0.5, "server").neighbour == "add_remove"
+
+
+def test_a_tiny_sampled_multiplier_gets_its_rdp_figure_not_a_giant_pld():
+    """z = 10⁻³ under Poisson sampling: the PLD's grid would take tens of gigabytes
+    (its privacy loss spans ~2·10⁶); the ledger refuses to build it and reports the RDP
+    composition, finite and larger than the budget of any real use."""
+    from privsim.sim.events import check_gaussian_span
+
+    with pytest.raises(OverflowError):
+        check_gaussian_span(1e-3)
+    check_gaussian_span(0.5)  # a usable multiplier is built as before
+    found = epsilon_of([SELF(POISSON(0.3, GAUSSIAN(1e-3)), 4)], DELTA)
+    assert math.isfinite(found) and found > 1e4

@@ -90,7 +90,9 @@ def test_blr_sweep_stores_one_column_per_method_and_draws_method_figures(tmp_pat
     text = md.read_text()
     assert "test MAE (proj_DDP)" in text
     assert "Distributed against trusted aggregator" in text  # the Figure 2 checks
-    by_method = [p for p in figures if p.name.startswith("accuracy_mae_by_method_vs_privacy_epsilon")]
+    by_method = [
+        p for p in figures if p.name.startswith("accuracy_mae_by_method_vs_privacy_epsilon")
+    ]
     assert len(by_method) == 2  # one per case: MAE by method against ε
     # N varies with the data, so the communication cost is drawn too.
     assert "bytes_per_party_vs_population_clients.png" in {p.name for p in figures}
