@@ -97,6 +97,7 @@ __all__ = [
     "pld_interval",
     "poisson_gaussian_rdp",
     "randomized_response_epsilon",
+    "sampled_pld_interval",
     "sampling_probability",
 ]
 
@@ -275,6 +276,11 @@ def pld_interval(leaves: Iterable[tuple[dp_accounting.DpEvent, int]]) -> float:
     number doubles beyond that (so a ledger's successive charges keep one interval for
     long, and its cached leaves with it), at most :data:`MAX_PLD_INTERVAL`."""
     sampled = sum(1 for leaf, _ in leaves if isinstance(leaf, dp_accounting.PoissonSampledDpEvent))
+    return sampled_pld_interval(sampled)
+
+
+def sampled_pld_interval(sampled: int) -> float:
+    """:func:`pld_interval` for ``sampled`` distinct Poisson-sampled leaves."""
     if sampled <= SAMPLED_FINE_LEAVES:
         return PLD_INTERVAL
     doublings = math.ceil(math.log2(sampled / SAMPLED_FINE_LEAVES))

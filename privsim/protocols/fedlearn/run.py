@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import dp_accounting
 import numpy as np
 import numpy.typing as npt
 
@@ -51,7 +50,7 @@ from privsim.protocols.fedlearn.rounds import (
 )
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
-from privsim.sim.events import pld_interval
+from privsim.sim.events import sampled_pld_interval
 from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust
 from privsim.sim.running import RunningEpsilon
 from privsim.sim.streams import Streams
@@ -127,14 +126,10 @@ def _running(scenario: Scenario) -> RunningEpsilon:
     """ε so far, round by round, at the PLD interval the ledger uses for as many distinct
     sampled rounds as the training plans (:mod:`privsim.sim.running`)."""
     rounds = scenario.table("training", TrainingConfig).rounds
-    placeholders = [
-        (dp_accounting.PoissonSampledDpEvent(0.5, dp_accounting.GaussianDpEvent(1.0 + i)), 1)
-        for i in range(rounds)
-    ]
     return RunningEpsilon(
         scenario.privacy.delta,
         neighbour=scenario.privacy.neighbour,
-        interval=pld_interval(placeholders),
+        interval=sampled_pld_interval(rounds),
     )
 
 
