@@ -33,8 +33,10 @@ Figures per N and engine:
   and process-tree reading inside the round). CPU time is that of this process and all
   its descendants (Ray's GCS, raylet and workers) over the round, read with psutil.
   privsim simulates a round (``privsim.protocols.secagg.run.simulate``, the world built
-  anew each time) ``--rounds`` − 1 times after an untimed one, and the table gives the
-  median, as for Flower (at N = 10^4, one timed round); its CPU time is this process's.
+  anew each time, its cache of X25519 key objects emptied so each round builds its keys
+  as a round with fresh keys would) max(``--rounds`` − 1, 20) times after an untimed
+  one, and the table gives the median, as for Flower (at N = 10^4, one timed round);
+  its CPU time is this process's.
 - bytes per client: Flower's are the serialized record dicts (protobuf ``ByteSize``) of
   the messages the server sends to and receives from each node in the four stages, summed
   per node and averaged over the nodes that took part, the dropped ones included (in Flower the clients' encrypted
@@ -56,6 +58,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SIZES = (10, 50, 100)
+#: Timed privsim rounds per N up to 1,000 (a round takes milliseconds: a median of two
+#: would be noise; Flower's rounds take seconds and are given by ``--rounds``).
+PRIVSIM_ROUNDS = 20
 LARGE = 10_000
 TARGET_DROPOUT = 0.1
 TARGET_CORRUPTION = 0.1
@@ -145,6 +150,7 @@ def run_privsim(cell: Cell, rounds: int = 2, *, warm_up: bool = True) -> Timing:
     statistic as Flower's: the median of the rounds after a warm-up; without
     ``warm_up``, the untimed probe below is the only one before them)."""
     from privsim.kit.result import Communication
+    from privsim.kit.secagg.bulk import _private_key
     from privsim.protocols.secagg.run import SERVER, simulate
 
     # The dropped clients crash when the server closes ShareKeys: their shares are
@@ -155,6 +161,9 @@ def run_privsim(cell: Cell, rounds: int = 2, *, warm_up: bool = True) -> Timing:
     walls: list[float] = []
     cpus: list[float] = []
     for _ in range(max(1, rounds)):
+        # a round with fresh keys builds its key objects, as Flower's clients do: the
+        # per-process cache of key objects must not carry one round's keys to the next
+        _private_key.cache_clear()
         started, cpu = time.perf_counter(), time.process_time()
         sim = simulate(scenario)
         walls.append(time.perf_counter() - started)
@@ -358,7 +367,9 @@ def main(argv: list[str] | None = None) -> None:
             print(_row(cell, flower), flush=True)
         # (at N = 10^4 one round after the probe: each takes a while)
         big = n > 1000
-        ours = run_privsim(cell, 1 if big else max(1, args.rounds - 1), warm_up=not big)
+        ours = run_privsim(
+            cell, 1 if big else max(PRIVSIM_ROUNDS, args.rounds - 1), warm_up=not big
+        )
         print(_row(cell, ours), flush=True)
         if flower is not None:
             speedups.append(

@@ -150,6 +150,51 @@ def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(cluster_addr
     assert sharded.outcome.released.tobytes() == alone.outcome.released.tobytes()
 
 
+def test_a_batched_secagg_plus_round_on_the_cluster_is_the_per_client_round(
+    cluster_address, monkeypatch
+):
+    """Clients as a batched population, their cryptography in shards on the cluster:
+    the release, live sets and every message's size, times and fate are those of the
+    per-client round in one process."""
+    from privsim.kit.secagg import round as secagg_round
+    from privsim.protocols.secagg import run as secagg_run
+    from tests.protocols.test_secagg_batched import _trace_rows
+
+    def scenario(how: str):
+        return make_scenario(
+            protocol="secagg_plus",
+            population={"clients": 200},
+            secagg={
+                "dimension": 8,
+                "target_dropout": 0.3,
+                "target_corruption": 0.05,
+                "round_timeout": 2.0,
+                "delivery": how,
+            },
+            network={
+                "encryption": "sized",
+                "link": {"latency": {"model": "lognormal", "median": 0.05, "sigma": 0.6}},
+            },
+            faults={"absent": 0.05, "crash": 0.2, "crash_window": [0.0, 6.0]},
+        )
+
+    monkeypatch.setenv(pool.ENV, "1")
+    alone = secagg_run.simulate(scenario("per_client"), seed=3)
+    monkeypatch.setattr(secagg_round, "MIN_AGREEMENTS_FOR_PROCESSES", 0)
+    with on_cluster(cluster_address) as cluster:
+        before = _executed(cluster.client)
+        sharded = secagg_run.simulate(scenario("batched"), seed=3)
+        ran = _executed(cluster.client) - before
+    assert ran > 0  # keys, agreements, sealing and masks ran on the workers
+    assert sharded.outcome.ok and sharded.outcome.keys_reconstructed > 0
+    assert alone.outcome.released is not None and sharded.outcome.released is not None
+    assert sharded.outcome.released.tobytes() == alone.outcome.released.tobytes()
+    assert [s.tolist() for s in sharded.outcome.survivors] == [
+        s.tolist() for s in alone.outcome.survivors
+    ]
+    assert (_trace_rows(sharded) == _trace_rows(alone)).all()
+
+
 @pytest.mark.parametrize(
     ("options", "named"),
     [

@@ -598,14 +598,20 @@ FEDLEARN_MET: list[tuple[dict[str, Any], str | None]] = [
     ("changes", "field"), FEDLEARN_MET, ids=[str(c)[:60] for c, _ in FEDLEARN_MET]
 )
 def test_fedlearn_inputs_run_or_name_their_field(changes, field):
+    from privsim.protocols.fedlearn import EXAMPLE
+    from privsim.scenarios.convert import set_fields
+
+    _runs_or_names(set_fields(EXAMPLE, {"training.rounds": 2, **changes}), field)
+
+
+def _runs_or_names(data: dict[str, Any], field: str | None) -> None:
+    """``data`` runs to a release or an abort with finite figures (``field`` None), or
+    fails with a named error on ``field`` that says the fix."""
     import math
     import warnings
 
-    from privsim.protocols.fedlearn import EXAMPLE
-    from privsim.scenarios.convert import set_fields
     from privsim.scenarios.schema import Scenario as _Scenario
 
-    data = set_fields(EXAMPLE, {"training.rounds": 2, **changes})
     if field is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -619,3 +625,33 @@ def test_fedlearn_inputs_run_or_name_their_field(changes, field):
     with pytest.raises((FieldError, ScenarioError)) as info:
         run(_Scenario.from_dict(data))
     assert info.value.field == field and "Fix:" in str(info.value)
+
+
+# Inputs met by a SecAgg+ round whose clients run as a batched population: a named error
+# where it cannot run, else a run that ends released or aborted with finite figures.
+SECAGG_MET: list[tuple[dict[str, Any], str | None]] = [
+    ({"secagg.delivery": "batched", "network.encryption": "aes-gcm"}, "secagg.delivery"),
+    ({"secagg.delivery": "batched", "threat.colluding_clients": 3}, "secagg.delivery"),
+    ({"secagg.delivery": "batched", "threat.colluding_servers": ["server"]}, "secagg.delivery"),
+    ({"secagg.delivery": "bulk"}, "secagg.delivery"),
+    ({"secagg.delivery": "batched", "faults.absent": 1.0}, None),  # nobody: aborted
+    ({"secagg.delivery": "batched", "network.link.loss": 1.0}, None),
+    ({"secagg.delivery": "batched", "faults.crash": 1.0, "faults.crash_window": [0, 0]}, None),
+    (  # the server dies in the middle of the round: its clients time out
+        {
+            "secagg.delivery": "batched",
+            "faults.roles": ["server"],
+            "faults.crashes": [["server", 0.2]],
+        },
+        None,
+    ),
+    ({"secagg.delivery": "batched", "secagg.round_timeout": 1e-9}, None),
+]
+
+
+@pytest.mark.parametrize(("changes", "field"), SECAGG_MET, ids=[str(c)[:60] for c, _ in SECAGG_MET])
+def test_batched_secagg_inputs_run_or_name_their_field(changes, field):
+    from privsim.scenarios.convert import set_fields
+
+    small = {**SCENARIOS["secagg_plus"], "population": {"clients": 120}}
+    _runs_or_names(set_fields(small, {"network.encryption": "sized", **changes}), field)

@@ -100,8 +100,7 @@ class Agent:
         A message arriving exactly at the deadline is received; a receive that times out
         leaves nothing behind that could swallow a later message (see :mod:`.inbox`).
         """
-        delivery: Delivery[M] | None = yield from self.inbox.get(kinds, deadline)
-        return delivery
+        return self.inbox.get(kinds, deadline)  # (the inbox's own wait, not wrapped)
 
     def receive_batch(
         self, kind: type[Message], *, count: int, deadline: float

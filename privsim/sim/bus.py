@@ -20,7 +20,7 @@ for many senders at once, so batched and per-message delivery agree message for 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,7 +73,8 @@ class BatchFlight:
     role: str
     senders: npt.NDArray[np.int64]
     dst: Agent
-    sent_at: float
+    #: When the messages were sent: one time for all, or one per sender.
+    sent_at: float | npt.NDArray[np.float64]
     departed: npt.NDArray[np.float64]
     arrival: npt.NDArray[np.float64]
     deliverable: npt.NDArray[np.bool_]
@@ -90,7 +91,8 @@ class BroadcastFlight:
     that was neither lost nor arrived after its receiver crashed (or was absent).
     """
 
-    message: Message
+    #: The message every receiver gets (None: each its own, :meth:`MessageBus.scatter_batch`).
+    message: Message | None
     src: Agent
     role: str
     receivers: npt.NDArray[np.int64]
@@ -272,12 +274,22 @@ class MessageBus:
 
     # -- batched path ---------------------------------------------------------------------
     def send_batch(
-        self, role: str, senders: npt.ArrayLike, dst_id: str, kind: type[Message], wire_bytes: int
+        self,
+        role: str,
+        senders: npt.ArrayLike,
+        dst_id: str,
+        kind: type[Message],
+        wire_bytes: int | npt.ArrayLike,
+        *,
+        send_at: npt.ArrayLike | None = None,
     ) -> BatchFlight:
-        """Send one ``kind`` message of ``wire_bytes`` from each sender (role indices, in
-        the order they send) to ``dst_id``, with exactly the queueing, latency and loss
-        draws that as many :meth:`send` calls would make. Payloads are not materialised:
-        the protocol computes them from its own deterministic streams when it reads them.
+        """Send one ``kind`` message of ``wire_bytes`` (one size for all, or one per
+        sender) from each sender (role indices, in the order they send) to ``dst_id``,
+        with exactly the queueing, latency and loss draws that as many :meth:`send` calls
+        would make. ``send_at``: each sender's simulated send time, now or later (a
+        population reacting to what it received; default now for all). Payloads are not
+        materialised: the protocol computes them from its own deterministic streams when
+        it reads them.
         """
         world = self.world
         idx = np.asarray(senders, dtype=np.int64)
@@ -295,11 +307,23 @@ class MessageBus:
         for i in check.tolist():
             self._check_route(parties[i], dst_id, kind.__name__)
         now = float(world.env.now)
+        sent: float | npt.NDArray[np.float64] = now
+        if send_at is not None:
+            sent = np.asarray(send_at, dtype=np.float64)
+            if sent.shape != idx.shape or (sent.size and not float(sent.min()) >= now):
+                raise ValueError("send_at needs one time per sender, none before now")
+        size: int | npt.NDArray[np.int64] = (
+            int(np.asarray(wire_bytes))
+            if np.ndim(wire_bytes) == 0
+            else np.asarray(wire_bytes, np.int64)
+        )
+        if np.ndim(size) and np.shape(size) != idx.shape:
+            raise ValueError("wire_bytes needs one size, or one per sender")
         if self.envelope:
-            wire_bytes += OVERHEAD_BYTES
+            size = size + OVERHEAD_BYTES
         links = self._links(role, idx, dst)
         slow = state.slowdown[idx]
-        departed = np.maximum(now, state.uplink_free[idx]) + slow * wire_bytes / links.bandwidth
+        departed = np.maximum(sent, state.uplink_free[idx]) + slow * size / links.bandwidth
         state.uplink_free[idx] = departed
         positions = state.sent[idx]
         state.sent[idx] += 1
@@ -319,8 +343,8 @@ class MessageBus:
             senders=idx,
             dst=dst_id,
             kind=kind.__name__,
-            wire_bytes=wire_bytes,
-            send_time=now,
+            wire_bytes=size,
+            send_time=sent,
             depart_time=departed,
         )
         flight = BatchFlight(
@@ -328,10 +352,10 @@ class MessageBus:
             role=role,
             senders=idx,
             dst=dst,
-            sent_at=now,
+            sent_at=sent,
             departed=departed,
-            # exactly the arithmetic of the per-message path: now + (delay computed from now)
-            arrival=now + ((departed + latency) - now),
+            # exactly the arithmetic of the per-message path: sent + (delay computed from sent)
+            arrival=sent + ((departed + latency) - sent),
             deliverable=~lost & ~sender_crashed,
             lost=lost,
             first_id=first_id,
@@ -349,16 +373,51 @@ class MessageBus:
         processes (batched delivery): the protocol reads each copy's fate from the
         returned flight. With the envelope charged (``aes-gcm`` or ``sized``), the wire
         size includes it; the copies carry public values and are not sealed one by one."""
+        flight = self._fan_out(src, role, receivers, type(message), wire_size(message), message)
+        self._view_fan_out(flight, lambda _: message)
+        return flight
+
+    def scatter_batch(
+        self,
+        src: Agent,
+        role: str,
+        receivers: npt.ArrayLike,
+        kind: type[Message],
+        wire_bytes: npt.ArrayLike,
+        message_for: Callable[[int], Message],
+    ) -> BroadcastFlight:
+        """Send each receiver (role indices of ``role``, in sending order) its own
+        ``kind`` message of ``wire_bytes[k]`` bytes from ``src``, with exactly the
+        queueing, latency and loss draws of as many :meth:`send` calls, without making
+        the messages: ``message_for(k)`` makes the k-th only for a coalition's view (a
+        colluding sender or receiver)."""
+        sizes = np.asarray(wire_bytes, dtype=np.int64)
+        if sizes.shape != np.shape(receivers):
+            raise ValueError("scatter_batch needs one size per receiver")
+        flight = self._fan_out(src, role, receivers, kind, sizes, None)
+        self._view_fan_out(flight, message_for)
+        return flight
+
+    def _fan_out(
+        self,
+        src: Agent,
+        role: str,
+        receivers: npt.ArrayLike,
+        kind: type[Message],
+        size: int | npt.NDArray[np.int64],
+        message: Message | None,
+    ) -> BroadcastFlight:
+        """One message from ``src`` to each receiver, back to back on its uplink."""
         world = self.world
         idx = np.asarray(receivers, dtype=np.int64)
         parties = world.parties_by_role[role]
-        kind = type(message).__name__
+        name = kind.__name__
         for i in (
             idx if not isinstance(world.network.topology, CompleteTopology) else idx[:1]
         ).tolist():
-            self._check_route(src.id, parties[i], kind)
+            self._check_route(src.id, parties[i], name)
         now = float(world.env.now)
-        size = wire_size(message) + (OVERHEAD_BYTES if self.envelope else 0)
+        size = size + (OVERHEAD_BYTES if self.envelope else 0)
         links = self._links_from(src, role, idx)
         state = self._roles[src.role]
         i = src.role_index
@@ -385,7 +444,7 @@ class MessageBus:
             src=src.id,
             role=role,
             receivers=idx,
-            kind=kind,
+            kind=name,
             wire_bytes=size,
             send_time=now,
             depart_time=departed,
@@ -404,9 +463,19 @@ class MessageBus:
             receiver_crash=receiver_crash,
             first_id=first_id,
         )
+        self.broadcasts.append(flight)
+        return flight
+
+    def _view_fan_out(self, flight: BroadcastFlight, message_for: Callable[[int], Message]) -> None:
+        """The coalition's view of a fan-out: every copy a colluding sender sent, and the
+        delivered copies of colluding receivers."""
+        world, src, idx = self.world, flight.src, flight.receivers
+        parties = world.parties_by_role[flight.role]
         seen: Iterable[int]
         if src.id in world.coalition:  # a colluding sender sees everything it sends
             seen = range(idx.size)
+        elif not world.coalition:
+            return
         else:
             seen = (
                 k
@@ -415,42 +484,41 @@ class MessageBus:
             )
         for k in seen:
             world.viewed.append(
-                ViewedMessage(src=src.id, dst=parties[int(idx[k])], send_time=now, message=message)
+                ViewedMessage(
+                    src=src.id,
+                    dst=parties[int(idx[k])],
+                    send_time=flight.sent_at,
+                    message=message_for(k),
+                )
             )
-        self.broadcasts.append(flight)
-        return flight
 
     def _links_from(self, src: Agent, role: str, idx: npt.NDArray[np.int64]) -> _LinkColumns:
+        """The links from ``src`` to each receiver (role indices of ``role``)."""
         parties = self.world.parties_by_role[role]
-        network = self.world.network
-        base = (
-            network.link(src.id, src.role, parties[int(idx[0])], role) if idx.size else LinkSpec()
-        )
-        named = network.named_parties
-        special = [k for k, i in enumerate(idx.tolist()) if parties[i] in named] if named else []
-        if src.id in named:
-            special = list(range(idx.size))
-        return _LinkColumns(
-            base,
-            {k: network.link(src.id, src.role, parties[int(idx[k])], role) for k in special},
-            idx.size,
+        return self._columns(
+            idx, parties, lambda party: self.world.network.link(src.id, src.role, party, role)
         )
 
     def _links(self, role: str, idx: npt.NDArray[np.int64], dst: Agent) -> _LinkColumns:
+        """The links from each sender (role indices of ``role``) to ``dst``."""
         parties = self.world.parties_by_role[role]
-        network = self.world.network
-        base = (
-            network.link(parties[int(idx[0])], role, dst.id, dst.role) if idx.size else LinkSpec()
+        return self._columns(
+            idx, parties, lambda party: self.world.network.link(party, role, dst.id, dst.role)
         )
-        named = network.named_parties
+
+    def _columns(
+        self,
+        idx: npt.NDArray[np.int64],
+        parties: Sequence[str],
+        link: Callable[[str], LinkSpec],
+    ) -> _LinkColumns:
+        """One shared link for the parties of ``idx`` that no override names (their link
+        depends on their role alone), and each named party's own."""
+        named = self.world.network.named_parties
         special = [k for k, i in enumerate(idx.tolist()) if parties[i] in named] if named else []
-        if dst.id in named:
-            special = list(range(idx.size))
-        return _LinkColumns(
-            base,
-            {k: network.link(parties[int(idx[k])], role, dst.id, dst.role) for k in special},
-            idx.size,
-        )
+        plain = _first_not_in(idx.size, special)
+        base = link(parties[int(idx[plain])]) if plain is not None else LinkSpec()
+        return _LinkColumns(base, {k: link(parties[int(idx[k])]) for k in special}, idx.size)
 
     def finalise(self, horizon: float) -> None:
         """Settle the fate of batched messages that arrive by ``horizon``, as the
@@ -490,6 +558,14 @@ class MessageBus:
             recv = np.where(reached, b.arrival, np.nan)
             self.world.trace.settle_batch(b.first_id, status, recv)
             b.settled = bool(arrived[b.delivered].all())
+
+
+def _first_not_in(n: int, taken: list[int]) -> int | None:
+    """The first of 0 … n − 1 not in ``taken`` (sorted), or None."""
+    for k in range(n):
+        if k >= len(taken) or taken[k] != k:
+            return k
+    return None
 
 
 def _words_at(stream: KeyStream, parties: npt.NDArray[np.int64], positions: npt.NDArray[np.int64]):
@@ -533,6 +609,10 @@ class _LinkColumns:
 
     def latency_from(self, u: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         out = np.asarray(self.base.latency.from_uniform(u), dtype=np.float64)
+        by_model: dict[int, list[int]] = {}  # the special messages of each latency model
         for k, link in self.special.items():
-            out[k] = float(link.latency.from_uniform(u[k : k + 1])[0])
+            by_model.setdefault(id(link.latency), []).append(k)
+        for ks in by_model.values():
+            at = np.asarray(ks, dtype=np.int64)
+            out[at] = self.special[ks[0]].latency.from_uniform(u[at])
         return out

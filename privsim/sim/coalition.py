@@ -49,10 +49,11 @@ def resolve_coalition(
             raise ValueError(
                 f"coalition asks for {spec.clients} colluding clients but there are {len(clients)}"
             )
-        picked = streams.fresh("threat", "coalition").choice(
-            len(clients), spec.clients, replace=False
-        )
-        members.update(clients[i] for i in sorted(picked))
+        if spec.clients:  # (none to pick: the stream, started afresh, is not needed)
+            picked = streams.fresh("threat", "coalition").choice(
+                len(clients), spec.clients, replace=False
+            )
+            members.update(clients[i] for i in sorted(picked))
     else:
         members.update(spec.clients)
     members.update(spec.servers)

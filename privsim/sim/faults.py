@@ -76,6 +76,11 @@ class FaultPlan:
     slowdown: Mapping[str, float] = field(default_factory=dict)
 
 
+def _slows(spec: FaultSpec) -> bool:
+    """Whether ``spec`` makes stragglers: some fraction of them, slowed down."""
+    return spec.straggler_fraction > 0.0 and spec.straggler_slowdown > 1.0
+
+
 def draw_faults(
     spec: FaultSpec, parties_by_role: Mapping[str, Sequence[str]], streams: Streams
 ) -> FaultPlan:
@@ -89,16 +94,21 @@ def draw_faults(
         n = len(parties)
         if n == 0:
             continue
-        is_absent = streams.fresh("faults", role, "absent").random(n) < spec.absent
-        is_crash = streams.fresh("faults", role, "crash").random(n) < spec.crash
-        when = streams.fresh("faults", role, "crash-time").uniform(lo, hi, n)
-        is_slow = streams.fresh("faults", role, "straggler").random(n) < spec.straggler_fraction
-        for i in np.flatnonzero(is_absent):
-            absent.add(parties[i])
-        for i in np.flatnonzero(is_crash & ~is_absent):
-            crash_times[parties[i]] = float(when[i])
-        if spec.straggler_slowdown > 1.0:
-            for i in np.flatnonzero(is_slow):
+        # Each purpose has its own stream, started afresh, and a uniform in [0, 1) is
+        # never below a probability of 0: a purpose with none is not drawn at all.
+        is_absent = np.zeros(n, dtype=bool)
+        if spec.absent:
+            is_absent = streams.fresh("faults", role, "absent").random(n) < spec.absent
+            for i in np.flatnonzero(is_absent).tolist():
+                absent.add(parties[i])
+        if spec.crash:
+            is_crash = streams.fresh("faults", role, "crash").random(n) < spec.crash
+            when = streams.fresh("faults", role, "crash-time").uniform(lo, hi, n)
+            for i in np.flatnonzero(is_crash & ~is_absent).tolist():
+                crash_times[parties[i]] = float(when[i])
+        if _slows(spec):
+            is_slow = streams.fresh("faults", role, "straggler").random(n) < spec.straggler_fraction
+            for i in np.flatnonzero(is_slow).tolist():
                 slowdown[parties[i]] = spec.straggler_slowdown
     for party, t in spec.crashes:
         crash_times[party] = float(t)

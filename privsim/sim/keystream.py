@@ -44,6 +44,8 @@ _CTR_MIN_BLOCKS = 256
 # Box–Muller works on about this many pairs at a time (32 KiB per temporary).
 _BOX_MULLER_BLOCK = 4096
 _ECB_CHUNK_BLOCKS = 65536
+# Up to this many AES blocks, one ECB call returns a new buffer (no scratch to manage).
+_ECB_SMALL_BLOCKS = 1024
 
 
 def uniforms(words: U64) -> F64:
@@ -68,19 +70,21 @@ class KeyStream:
         """Pickle as key and name (a worker process rebuilds its own cipher contexts)."""
         return (KeyStream, (self._key, self.name))
 
-    def _ecb(self) -> tuple[Any, bytearray]:
-        local = self._local
-        if not hasattr(local, "ecb"):
-            local.ecb = Cipher(algorithms.AES(self._key), modes.ECB()).encryptor()
-            local.buffer = bytearray(0)
-        return local.ecb, local.buffer
+    def _ecb(self) -> Any:
+        """This thread's AES-ECB context under the stream's key."""
+        try:
+            return self._local.ecb
+        except AttributeError:
+            ecb = self._local.ecb = Cipher(algorithms.AES(self._key), modes.ECB()).encryptor()
+            return ecb
 
     def _scratch(self, nbytes: int) -> bytearray:
         # update_into wants room for one block more than it writes.
         local = self._local
-        if len(local.buffer) < nbytes + 16:
-            local.buffer = bytearray(nbytes + 16)
-        return local.buffer  # type: ignore[no-any-return]
+        buffer: bytearray | None = getattr(local, "buffer", None)
+        if buffer is None or len(buffer) < nbytes + 16:
+            buffer = local.buffer = bytearray(nbytes + 16)
+        return buffer
 
     @classmethod
     def derive(cls, root_entropy: int, spawn_key: tuple[int, ...], *name: object) -> KeyStream:
@@ -94,13 +98,16 @@ class KeyStream:
         """Words ``start .. start+count-1`` of each party's stream: shape ``(n, count)``."""
         idx = np.atleast_1d(np.asarray(parties, dtype=np.uint64))
         out = np.empty((idx.size, count), dtype=np.uint64)
-        self.words_into(idx, start, out)
+        self._words_into(idx, start, out)
         return out
 
     def words_into(self, parties: IntArray, start: int, out: U64) -> None:
         """Write words ``start ..`` of each party's stream into the rows of ``out``
         (shape ``(n, count)``, C-contiguous rows), without temporaries for long runs."""
-        idx = np.atleast_1d(np.asarray(parties, dtype=np.uint64))
+        self._words_into(np.atleast_1d(np.asarray(parties, dtype=np.uint64)), start, out)
+
+    def _words_into(self, idx: U64, start: int, out: U64) -> None:
+        """:meth:`words_into` for ``idx``, the parties as a 1-d uint64 array."""
         count = out.shape[1]
         if count <= 0 or idx.size == 0:
             return
@@ -114,15 +121,22 @@ class KeyStream:
                 ctr = Cipher(algorithms.AES(self._key), modes.CTR(nonce)).encryptor()
                 ctr.update_into(zeros, out[row].data.cast("B"))
             return
-        rows_per_chunk = max(1, _ECB_CHUNK_BLOCKS // n_blocks)
         block_ids = np.arange(first_block, first_block + n_blocks, dtype=np.uint64)
+        ecb = self._ecb()
+        if idx.size * n_blocks <= _ECB_SMALL_BLOCKS:  # one short call (a party's next draws)
+            counters = np.empty((idx.size, n_blocks, 2), dtype=">u8")
+            counters[:, :, 0] = idx[:, None]
+            counters[:, :, 1] = block_ids
+            words = np.frombuffer(ecb.update(counters.data.cast("B")), dtype="<u8")
+            out[:] = words.reshape(idx.size, 2 * n_blocks)[:, offset : offset + count]
+            return
+        rows_per_chunk = max(1, _ECB_CHUNK_BLOCKS // n_blocks)
         for lo in range(0, idx.size, rows_per_chunk):
             hi = min(idx.size, lo + rows_per_chunk)
             counters = np.empty((hi - lo, n_blocks, 2), dtype=">u8")
             counters[:, :, 0] = idx[lo:hi, None]
             counters[:, :, 1] = block_ids
             nbytes = counters.nbytes
-            ecb, _ = self._ecb()
             buffer = self._scratch(nbytes)
             ecb.update_into(counters.data.cast("B"), buffer)
             words = np.frombuffer(buffer, dtype="<u8", count=nbytes // 8).reshape(
@@ -166,8 +180,7 @@ class KeyStream:
                 np.multiply(radius, sin, out=z[lo : lo + step, :, 1])
             return z.reshape(idx.size, 2 * pairs)[:, :count]
         seeds = self.words(idx, 0, 4)
-        bitgen = np.random.PCG64(0)
-        gen = np.random.Generator(bitgen)
+        bitgen, gen = _pcg64()
         out = np.empty((idx.size, count))
         for row in range(idx.size):
             s = seeds[row]
@@ -182,3 +195,17 @@ class KeyStream:
             }
             gen.standard_normal(out=out[row])
         return out
+
+
+_PCG = threading.local()
+
+
+def _pcg64() -> tuple[np.random.PCG64, np.random.Generator]:
+    """This thread's PCG64 bit generator and a generator over it, made once (whoever uses
+    them sets the whole state first)."""
+    try:
+        return _PCG.pair  # type: ignore[no-any-return]
+    except AttributeError:
+        bitgen = np.random.PCG64(0)
+        _PCG.pair = bitgen, np.random.Generator(bitgen)
+        return _PCG.pair  # type: ignore[no-any-return]

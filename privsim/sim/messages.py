@@ -14,6 +14,7 @@ apart from the envelope's nonce and tag.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import struct
 from typing import Any, ClassVar, TypeVar
@@ -79,7 +80,7 @@ def message(cls: M) -> M:
 
 def _value_size(value: Any) -> int:
     if isinstance(value, np.ndarray):
-        return 3 + len(value.dtype.str) + 4 * value.ndim + value.nbytes
+        return 3 + _dtype_size(value.dtype) + 4 * value.ndim + value.nbytes
     if isinstance(value, bool):
         return 2
     if isinstance(value, int | float):
@@ -95,9 +96,18 @@ def _value_size(value: Any) -> int:
     raise MessageCodecError(f"cannot encode a field of type {type(value).__name__}")
 
 
+@functools.lru_cache(maxsize=64)
+def _dtype_size(dtype: np.dtype[Any]) -> int:
+    """The bytes naming ``dtype`` in an encoding (its ``str``, e.g. ``<u4``)."""
+    return len(dtype.str)
+
+
 def wire_size(msg: Message) -> int:
     """``len(encode(msg))``, computed without building the bytes."""
-    return _TAG.size + sum(_value_size(getattr(msg, name)) for name in type(msg).wire_fields)
+    size = _TAG.size
+    for name in type(msg).wire_fields:
+        size += _value_size(getattr(msg, name))
+    return size
 
 
 def _encode_value(value: Any, out: list[bytes]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -77,11 +78,21 @@ class _Batch:
     src: npt.NDArray[np.int64]
     dst: npt.NDArray[np.int64]
     kind: int
-    wire_bytes: int
-    send_time: float
+    wire_bytes: int | npt.NDArray[np.int64]
+    send_time: float | npt.NDArray[np.float64]
     depart_time: npt.NDArray[np.float64]
     recv_time: npt.NDArray[np.float64]
     status: npt.NDArray[np.int8]
+
+
+def _per_batch(value: Any, n: int, dtype: type) -> Any:
+    """A batch's column: one Python number for all its messages, or an array of ``n``."""
+    if np.ndim(value) == 0:
+        return dtype(value).item()
+    column: npt.NDArray[Any] = np.asarray(value, dtype=dtype)
+    if column.shape != (n,):
+        raise ValueError(f"a batch of {n} messages got a column of shape {column.shape}")
+    return column
 
 
 class Trace:
@@ -156,12 +167,13 @@ class Trace:
         senders: npt.NDArray[np.int64],
         dst: str,
         kind: str,
-        wire_bytes: int,
-        send_time: float,
+        wire_bytes: int | npt.NDArray[np.int64],
+        send_time: float | npt.NDArray[np.float64],
         depart_time: npt.NDArray[np.float64],
     ) -> int:
         """Log one message from each sender (role indices) at once; returns the first id
-        (the batch holds ids ``first .. first + len(senders) - 1``)."""
+        (the batch holds ids ``first .. first + len(senders) - 1``). ``wire_bytes`` and
+        ``send_time``: one for the whole batch, or one per message."""
         src = self._role_offsets(role)[senders]
         # One receiver for the whole batch: a read-only broadcast, no array per message.
         dst_index = np.broadcast_to(np.int64(self._party_index[dst]), src.shape)
@@ -174,12 +186,13 @@ class Trace:
         role: str,
         receivers: npt.NDArray[np.int64],
         kind: str,
-        wire_bytes: int,
+        wire_bytes: int | npt.NDArray[np.int64],
         send_time: float,
         depart_time: npt.NDArray[np.float64],
     ) -> int:
         """Log one message from ``src`` to each receiver (role indices of ``role``);
-        returns the first id, as :meth:`record_batch`."""
+        returns the first id, as :meth:`record_batch` (``wire_bytes`` one for all or one
+        per message)."""
         dst = self._role_offsets(role)[receivers]
         src_index = np.broadcast_to(np.int64(self._party_index[src]), dst.shape)
         return self._append_batch(src_index, dst, kind, wire_bytes, send_time, depart_time)
@@ -189,8 +202,8 @@ class Trace:
         src: npt.NDArray[np.int64],
         dst: npt.NDArray[np.int64],
         kind: str,
-        wire_bytes: int,
-        send_time: float,
+        wire_bytes: int | npt.NDArray[np.int64],
+        send_time: float | npt.NDArray[np.float64],
         depart_time: npt.NDArray[np.float64],
     ) -> int:
         first = self._next_id
@@ -202,8 +215,8 @@ class Trace:
                 src=src,
                 dst=dst,
                 kind=self._kind_code(kind),
-                wire_bytes=int(wire_bytes),
-                send_time=float(send_time),
+                wire_bytes=_per_batch(wire_bytes, n, np.int64),
+                send_time=_per_batch(send_time, n, np.float64),
                 depart_time=np.asarray(depart_time, dtype=np.float64),
                 recv_time=np.full(n, np.nan),
                 status=np.full(n, Status.IN_FLIGHT, dtype=np.int8),
@@ -257,8 +270,8 @@ class Trace:
             cols["src"].append(b.src)
             cols["dst"].append(b.dst)
             cols["kind"].append(np.full(n, b.kind, dtype=np.int64))
-            cols["wire_bytes"].append(np.full(n, b.wire_bytes, dtype=np.int64))
-            cols["send_time"].append(np.full(n, b.send_time))
+            cols["wire_bytes"].append(np.broadcast_to(np.asarray(b.wire_bytes, np.int64), n))
+            cols["send_time"].append(np.broadcast_to(np.asarray(b.send_time, np.float64), n))
             cols["depart_time"].append(b.depart_time)
             cols["recv_time"].append(b.recv_time)
             cols["status"].append(b.status)

@@ -129,6 +129,14 @@ def sample_skellam(rng: np.random.Generator, mu: float, size: Size) -> I64:
     return a - b
 
 
+def sample_share(kind: str, parameter: float, rng: np.random.Generator, size: Size) -> I64:
+    """One client's integer noise share: ``discrete_gaussian`` of σ = ``parameter``, or
+    ``skellam`` of μ = ``parameter``."""
+    if kind == "discrete_gaussian":
+        return sample_discrete_gaussian(rng, parameter, size)
+    return sample_skellam(rng, parameter, size)
+
+
 def discrete_gaussian_pmf(x: npt.ArrayLike, sigma: float) -> F64:
     """The exact pmf of N_Z(0, σ²) at integers ``x`` (normaliser summed to |y| ≤ 40σ + 40,
     where the neglected mass is below e^{−800})."""

@@ -242,38 +242,75 @@ def _live(n: int, members: I64) -> npt.NDArray[np.bool_]:
     return alive
 
 
+class RoundLog:
+    """What the server records as it closes each round: the live sets U1, U2, U3, U5 and
+    when it closed them, and the outcome they lead to (an abort with its reason, or the
+    release)."""
+
+    def __init__(self, n: int, graph: Graph, threshold: int) -> None:
+        self.n, self.graph, self.threshold = n, graph, threshold
+        self.sets: list[I64] = []
+        self.closed: list[float] = []
+
+    def close(self, agent: Agent, stage: Stage, owners: I64, alive: I64) -> Outcome | None:
+        """Record round ``stage`` closed now with live set ``alive``; an abort if no
+        message came, or if a client among ``owners`` (whose secrets may be needed) has
+        fewer than t live holders of its shares; None to go on."""
+        n, t = self.n, self.threshold
+        self.sets.append(alive)
+        self.closed.append(agent.now)
+        if alive.size == 0:  # no client's message arrived: nothing to aggregate
+            return self._aborted(
+                stage,
+                f"no client's message reached the server (0 of {n} clients live: every "
+                "client absent, crashed or its messages lost)",
+            )
+        short, fewest = short_of_threshold(self.graph, t, owners, _live(n, alive))
+        if not short:
+            return None
+        return self._aborted(
+            stage,
+            f"{short} client(s) have fewer than t = {t} live share holders (fewest "
+            f"{fewest}; {alive.size} of {n} clients live)",
+        )
+
+    def _aborted(self, stage: Stage, detail: str) -> Outcome:
+        return Outcome(
+            released=None,
+            survivors=tuple(self.sets),
+            closed_at=tuple(self.closed),
+            abort=STAGE_ABORT[stage],
+            detail=f"after {stage.name}: {detail}",
+        )
+
+    def missing_shares(self, missing: int) -> Outcome:
+        """The abort of an Unmasking that left ``missing`` secrets short of t shares."""
+        return Outcome(
+            released=None,
+            survivors=tuple(self.sets),
+            closed_at=tuple(self.closed),
+            abort=AbortReason.TOO_FEW_UNMASKING_SHARES,
+            detail=f"after UNMASKING: {missing} secret(s) have fewer than t = "
+            f"{self.threshold} shares",
+        )
+
+    def released(self, value: npt.NDArray[np.float64], seeds: int, keys: int) -> Outcome:
+        """The release, with the ``seeds`` b_u and ``keys`` s_v^SK reconstructed."""
+        return Outcome(
+            released=value,
+            survivors=tuple(self.sets),
+            closed_at=tuple(self.closed),
+            seeds_reconstructed=seeds,
+            keys_reconstructed=keys,
+        )
+
+
 def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     """The server: relays keys and shares, sums masked inputs, unmasks Σ_{u ∈ U3} x_u."""
     n, t, graph = len(plan.clients), plan.threshold, plan.graph
     index = {c: i for i, c in enumerate(plan.clients)}
-    sets: list[I64] = []
-    closed: list[float] = []
-
-    def check(stage: Stage, owners: I64, alive: I64) -> Outcome | None:
-        sets.append(alive)
-        closed.append(agent.now)
-
-        def aborted(detail: str) -> Outcome:
-            return Outcome(
-                released=None,
-                survivors=tuple(sets),
-                closed_at=tuple(closed),
-                abort=STAGE_ABORT[stage],
-                detail=f"after {stage.name}: {detail}",
-            )
-
-        if alive.size == 0:  # no client's message arrived: nothing to aggregate
-            return aborted(
-                f"no client's message reached the server (0 of {n} clients live: every "
-                "client absent, crashed or its messages lost)"
-            )
-        short, fewest = short_of_threshold(graph, t, owners, _live(n, alive))
-        if not short:
-            return None
-        return aborted(
-            f"{short} client(s) have fewer than t = {t} live share holders (fewest "
-            f"{fewest}; {alive.size} of {n} clients live)"
-        )
+    log = RoundLog(n, graph, t)
+    check = partial(log.close, agent)
 
     # Round 0: collect public keys, U1.
     keys = yield from _collect(
@@ -352,14 +389,7 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     s_owners, s_words = _first_t(owners[s_take], holders[s_take], rows[s_take], t)
     missing = int((~_isin_sorted(u3, b_owners)).sum() + (~_isin_sorted(dropped, s_owners)).sum())
     if missing:
-        sets[-1] = u5
-        return Outcome(
-            released=None,
-            survivors=tuple(sets),
-            closed_at=tuple(closed),
-            abort=AbortReason.TOO_FEW_UNMASKING_SHARES,
-            detail=f"after UNMASKING: {missing} secret(s) have fewer than t = {t} shares",
-        )
+        return log.missing_shares(missing)
     # − PRG(b_u) for the survivors; − Δ_{u,v} PRG(s_{u,v}) for each dropped v and survivor
     # u next to it, s_{u,v} = KA.agree(s_v^SK, s_u^PK) from the rebuilt s_v^SK
     secrets = words_to_bytes(s_words, KEY_BYTES)
@@ -380,10 +410,6 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
         pairs=(s_owners[which], np.array(pair_peer, dtype=np.int64)),
     )
     total &= modulus_mask(plan.bits)
-    return Outcome(
-        released=decode_sum(total, plan.fraction_bits, plan.bits),
-        survivors=tuple(sets),
-        closed_at=tuple(closed),
-        seeds_reconstructed=int(b_owners.size),
-        keys_reconstructed=int(s_owners.size),
+    return log.released(
+        decode_sum(total, plan.fraction_bits, plan.bits), int(b_owners.size), int(s_owners.size)
     )

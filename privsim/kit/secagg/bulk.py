@@ -24,10 +24,9 @@ import hashlib
 import numpy as np
 import numpy.typing as npt
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, TAG_BYTES, keystream, seal_share
-from privsim.kit.secagg.maths import RECORD_BYTES, pack_records
+from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, TAG_BYTES, keystreams, seal_batch
+from privsim.kit.secagg.maths import RECORD_BYTES
 
 __all__ = ["agreements", "mask_dtype", "mask_sums", "public_keys", "seal_shares"]
 
@@ -54,21 +53,20 @@ def _private_key(raw: bytes) -> X25519PrivateKey:
 def agreements(label: bytes, secrets: U8, publics: U8) -> U8:
     """Row i: KA.agree(secrets[i], publics[i]) with ``label`` (shape (m, 16)); a run of
     equal secrets (one client's pairs) builds its private key once."""
-    out = bytearray(SEED_BYTES * secrets.shape[0])
     sha = hashlib.sha256
     last: bytes | None = None
     sk: X25519PrivateKey | None = None
     peers: dict[bytes, X25519PublicKey] = {}  # a peer's key object, built once per task
-    for i, (raw, peer) in enumerate(zip(_rows(secrets), _rows(publics), strict=True)):
+    values: list[bytes] = []
+    for raw, peer in zip(_rows(secrets), _rows(publics), strict=True):
         if raw != last:
             sk, last = _private_key(raw), raw
         assert sk is not None
         pk = peers.get(peer)
         if pk is None:
             pk = peers[peer] = X25519PublicKey.from_public_bytes(peer)
-        shared = sk.exchange(pk)
-        out[SEED_BYTES * i : SEED_BYTES * (i + 1)] = sha(label + shared).digest()[:SEED_BYTES]
-    return np.frombuffer(bytes(out), dtype=np.uint8).reshape(-1, SEED_BYTES)
+        values.append(sha(label + sk.exchange(pk)).digest()[:SEED_BYTES])
+    return np.frombuffer(b"".join(values), dtype=np.uint8).reshape(-1, SEED_BYTES)
 
 
 def seal_shares(
@@ -81,18 +79,29 @@ def seal_shares(
     ``peers[u, j]`` (:func:`~.crypto.seal_share` of :func:`~.maths.pack_records`), with
     ``shares`` (m, k, w) and the encryption keys ``keys`` (m, k, 16)."""
     m, k = peers.shape
-    out = bytearray()
-    for u in range(m):
-        owner = int(owners[u])
-        records = pack_records(owner, peers[u], shares[u])
-        for j, v in enumerate(peers[u].tolist()):
-            out += seal_share(AESGCM(keys[u, j].tobytes()), owner, v, records[j].tobytes())
-    return np.frombuffer(bytes(out), dtype=np.uint8).reshape(m, k, RECORD_BYTES + TAG_BYTES)
+    senders = np.broadcast_to(np.asarray(owners, dtype=np.int64)[:, None], (m, k))
+    # every row's records at once: u ‖ v ‖ share words, little-endian (pack_records)
+    ids = np.stack([senders, peers], axis=2).astype("<i8")
+    words = np.ascontiguousarray(shares, dtype="<u8")
+    records = np.concatenate([ids.view(np.uint8), words.view(np.uint8)], axis=2)
+    sealed = seal_batch(
+        senders.ravel().tolist(),
+        peers.ravel().tolist(),
+        np.ascontiguousarray(keys, dtype=np.uint8).tobytes(),
+        records.tobytes(),
+        RECORD_BYTES,
+    )
+    return np.frombuffer(sealed, dtype=np.uint8).reshape(m, k, RECORD_BYTES + TAG_BYTES)
 
 
 def mask_dtype(bits: int) -> type[np.unsignedinteger]:
     """The words the masks are summed in: 32-bit words for b ≤ 32, else 64-bit."""
     return np.uint32 if bits <= 32 else np.uint64
+
+
+#: Bytes of keystream :func:`mask_sums` holds at once (the PRGs of several rows, or of
+#: part of one row's).
+MASK_BLOCK_BYTES = 1 << 22
 
 
 def mask_sums(
@@ -106,29 +115,38 @@ def mask_sums(
     :func:`mask_dtype`); ``self_seeds`` (m, 16) or None (no self mask), ``pair_seeds``
     (m, k, 16), ``signs`` (m, k) in {−1, 0, +1} (0: leave the pair out)."""
     dtype = mask_dtype(bits)
-    width = np.dtype(dtype).itemsize
-    m = pair_seeds.shape[0]
+    word = np.dtype("<u4" if dtype is np.uint32 else "<u8")
+    seeds, sign = np.asarray(pair_seeds, dtype=np.uint8), np.asarray(signs, dtype=np.int8)
+    m = seeds.shape[0]
+    if self_seeds is not None:  # PRG(b_u) first, with sign +1
+        seeds = np.concatenate([np.asarray(self_seeds, np.uint8)[:, None], seeds], axis=1)
+        sign = np.concatenate([np.ones((m, 1), dtype=np.int8), sign], axis=1)
     out = np.zeros((m, dimension), dtype=dtype)
-    for u in range(m):
-        plus = [] if self_seeds is None else [self_seeds[u].tobytes()]
-        minus: list[bytes] = []
-        for j in np.flatnonzero(signs[u]).tolist():
-            (plus if signs[u, j] > 0 else minus).append(pair_seeds[u, j].tobytes())
-        if plus:
-            out[u] = _summed(plus, dimension, width)
-        if minus:
-            out[u] -= _summed(minus, dimension, width)
+    k = sign.shape[1]
+    nbytes = np.dtype(dtype).itemsize * dimension
+    # blocks of rows × columns whose keystreams fit in MASK_BLOCK_BYTES
+    cols = max(1, min(k, MASK_BLOCK_BYTES // (nbytes + TAG_BYTES)))
+    rows = max(1, MASK_BLOCK_BYTES // ((nbytes + TAG_BYTES) * cols))
+    for r in range(0, m, rows):
+        for c in range(0, k, cols):
+            block = sign[r : r + rows, c : c + cols]
+            raw = np.ascontiguousarray(seeds[r : r + rows, c : c + cols]).tobytes()
+            # a pair's seed is in both its clients' rows: each distinct seed is expanded
+            # once; a pair left out (sign 0) takes any stream, weighted by 0
+            slot: dict[bytes, int] = {}
+            at = [
+                slot.setdefault(raw[SEED_BYTES * i : SEED_BYTES * (i + 1)], len(slot)) if s else 0
+                for i, s in enumerate(block.ravel().tolist())
+            ]
+            if not slot:
+                continue
+            blob = keystreams(b"".join(slot), nbytes)
+            streams = np.frombuffer(blob, dtype=np.uint8).reshape(len(slot), nbytes + TAG_BYTES)
+            # each keystream, its GCM tag left out, as little-endian words; × 2^w − 1
+            # (a sign −1 cast to the word type) negates mod 2^w
+            terms = streams[:, :nbytes].view(word)[at] * block.astype(dtype).reshape(-1, 1)
+            out[r : r + rows] += terms.reshape(*block.shape, dimension).sum(axis=1, dtype=dtype)
     return out
-
-
-def _summed(seeds: list[bytes], dimension: int, width: int) -> npt.NDArray[np.unsignedinteger]:
-    """Σ PRG(seed) over ``seeds``, in words of ``width`` bytes (wrapping)."""
-    nbytes = width * dimension
-    blob = b"".join([keystream(seed, nbytes) for seed in seeds])
-    rows = np.frombuffer(blob, dtype=np.uint8).reshape(len(seeds), nbytes + TAG_BYTES)
-    dtype = np.dtype("<u4" if width == 4 else "<u8")
-    words = rows[:, :nbytes].view(dtype)  # each row's keystream, its GCM tag left out
-    return words.sum(axis=0, dtype=dtype)  # type: ignore[no-any-return]
 
 
 def _rows(a: U8) -> list[bytes]:

@@ -35,8 +35,10 @@ __all__ = [
     "agree",
     "expand",
     "keystream",
+    "keystreams",
     "open_share",
     "open_shares",
+    "seal_batch",
     "seal_share",
 ]
 
@@ -77,6 +79,23 @@ def seal_share(cipher: AESGCM, sender: int, receiver: int, plaintext: bytes) -> 
     return cipher.encrypt(_NONCE[sender < receiver], plaintext, _ids(sender, receiver))
 
 
+def seal_batch(
+    senders: list[int], receivers: list[int], keys: bytes, blob: bytes, size: int
+) -> bytes:
+    """The :func:`seal_share` ciphertexts of the ``size``-byte plaintexts in ``blob``,
+    plaintext i from ``senders[i]`` to ``receivers[i]`` under the i-th 16-byte key of
+    ``keys``, concatenated."""
+    nonce, pack, key = _NONCE, _IDS.pack, SEED_BYTES
+    return b"".join(
+        [
+            AESGCM(keys[key * i : key * (i + 1)]).encrypt(
+                nonce[u < v], blob[size * i : size * (i + 1)], pack(u, v)
+            )
+            for i, (u, v) in enumerate(zip(senders, receivers, strict=True))
+        ]
+    )
+
+
 def open_share(cipher: AESGCM, sender: int, receiver: int, ciphertext: bytes) -> bytes:
     """AE.dec of :func:`seal_share` (raises ``InvalidTag`` if tampered with)."""
     return cipher.decrypt(_NONCE[sender < receiver], ciphertext, _ids(sender, receiver))
@@ -115,6 +134,18 @@ def keystream(seed: bytes, nbytes: int) -> bytes:
     """The first ``nbytes`` of the AES-128-CTR keystream under ``seed`` from counter
     block 0^96‖2, followed by 16 bytes to ignore (GCM's tag)."""
     return AESGCM(seed[:SEED_BYTES]).encrypt(_GCM_NONCE, _zeros(nbytes), None)
+
+
+def keystreams(seeds: bytes, nbytes: int) -> bytes:
+    """:func:`keystream` of each 16-byte seed of ``seeds`` (``nbytes`` and the 16 bytes
+    to ignore), concatenated."""
+    zeros, key = _zeros(nbytes), SEED_BYTES
+    return b"".join(
+        [
+            AESGCM(seeds[i : i + key]).encrypt(_GCM_NONCE, zeros, None)
+            for i in range(0, len(seeds), key)
+        ]
+    )
 
 
 def expand(seed: bytes, dimension: int, bits: int) -> npt.NDArray[np.uint64]:

@@ -30,6 +30,35 @@ Rows = npt.NDArray[Any] | Callable[[npt.NDArray[np.int64]], npt.NDArray[Any]]
 INPUT_BLOCK_ELEMENTS = 1 << 18
 
 
+def row_source(
+    rows: Rows, clients: int, dimension: int
+) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[Any]]:
+    """The rows (m, d) of the clients at m indices, from a table (n, d) or a function,
+    checked: real or integer rows of the round's dimension (else ValueError)."""
+    if callable(rows):
+        source = rows
+    else:
+        table = np.asarray(rows)
+        if table.shape != (clients, dimension):
+            raise ValueError(
+                f"the inputs have shape {table.shape}, not (clients, dimension) = "
+                f"({clients}, {dimension})"
+            )
+        source = table.__getitem__
+
+    def of(wanted: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+        got = np.asarray(source(wanted))
+        if got.shape != (wanted.size, dimension) or got.dtype.kind not in "biuf":
+            raise ValueError(
+                f"the inputs of {wanted.size} clients came as a {got.dtype} array of "
+                f"shape {got.shape}, not real or integer rows of shape "
+                f"({wanted.size}, {dimension})"
+            )
+        return got
+
+    return of
+
+
 def client_inputs(
     rows: Rows,
     *,
@@ -42,16 +71,7 @@ def client_inputs(
     """Client u's (z_u, η_u, x_u): its row of ``rows``, its noise share (drawn from the
     generator the client gives; zero without ``noise``) and the encoded sum of the two
     mod 2^``bits``."""
-    if callable(rows):
-        source = rows
-    else:
-        table = np.asarray(rows)
-        if table.shape != (clients, dimension):
-            raise ValueError(
-                f"the inputs have shape {table.shape}, not (clients, dimension) = "
-                f"({clients}, {dimension})"
-            )
-        source = table.__getitem__
+    source = row_source(rows, clients, dimension)
     zero = np.zeros(dimension, dtype=np.int64)
     zero.flags.writeable = False
     block = max(1, min(1024, INPUT_BLOCK_ELEMENTS // max(1, dimension)))
@@ -64,14 +84,7 @@ def client_inputs(
         start = index - index % block
         if start not in made:
             made.add(start)
-            wanted = np.arange(start, min(start + block, clients))
-            got = np.asarray(source(wanted))
-            if got.shape != (wanted.size, dimension) or got.dtype.kind not in "biuf":
-                raise ValueError(
-                    f"the inputs of {wanted.size} clients came as a {got.dtype} array of "
-                    f"shape {got.shape}, not real or integer rows of shape "
-                    f"({wanted.size}, {dimension})"
-                )
+            got = source(np.arange(start, min(start + block, clients)))
             # copies: the block goes at once, each row when its client has taken it
             waiting.update((start + j, row.copy()) for j, row in enumerate(got))
         z = waiting.pop(index)

@@ -36,7 +36,7 @@ here) is agreed on the spot. The book counts the pairs the protocol used
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -47,7 +47,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from privsim.kit.secagg import bulk
 from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, agree, seal_share
 from privsim.kit.secagg.graph import Graph
-from privsim.kit.secagg.pool import Executor
+from privsim.kit.secagg.pool import Executor, windowed
 from privsim.kit.secagg.sharing import ShareBook, bytes_to_words
 from privsim.sim.keystream import KeyStream
 
@@ -76,6 +76,14 @@ SEALED_BYTES = 256 << 20
 #: Pairs per agreement task and clients' masks per mask task (about a tenth of a second).
 EDGES_PER_TASK = 4096
 EXPANSIONS_PER_TASK = 4096
+#: Key pairs and pairwise agreements per task of the book: about half a second of work,
+#: the same whatever the population, so a worker's memory does not grow with it (a
+#: round of 10^6 clients makes about 1,200 agreement tasks of each kind).
+KEYS_PER_TASK = 4096
+PAIRS_PER_TASK = 16384
+#: PRG expansions or AES-GCM operations per shard task of a batched round (about a
+#: quarter of a second of work, a few MiB of arguments).
+SHARD_WORK = 1 << 16
 
 
 def neighbour_matrix(graph: Graph) -> I64:
@@ -133,6 +141,9 @@ class KeyBook:
         self._used = {b"c": np.zeros(keys.size, bool), b"s": np.zeros(keys.size, bool)}
         #: Agreements made on the spot (a directory key that was not the peer's own).
         self.extra_agreements = 0
+        #: Shares sealed by their owners and opened by their holders in a batched
+        #: round's shard tasks (:mod:`.population`; 0 in a round run per client).
+        self.sealed_and_opened = 0
         width = np.dtype(bulk.mask_dtype(bits)).itemsize
         self.precomputes_masks = (
             n * dimension * width <= MASK_BYTES if masks is None else bool(masks)
@@ -162,31 +173,24 @@ class KeyBook:
         ]
         try:
             ex, n = self._executor, self._b.shape[0]
-            step = max(1, EDGES_PER_TASK // 4)
+            step = KEYS_PER_TASK
             spans = [slice(a, min(a + step, n)) for a in range(0, n, step)]
-            pending = {
-                k: [ex.submit("public_keys", sk[s]) for s in spans] for k, sk in self._sk.items()
-            }
+            publics = {k: np.empty((n, KEY_BYTES), dtype=np.uint8) for k in self._sk}
+            for kind, sk in self._sk.items():
+                windowed(
+                    ex,
+                    "public_keys",
+                    ((s, (sk[s],)) for s in spans),
+                    publics[kind].__setitem__,
+                )
             if self._shares is not None:
                 self._shares.table()  # the Shamir shares, made here while the workers work
-            publics = {k: np.concatenate([f.result() for f in fs]) for k, fs in pending.items()}
             self._publics.set_result(publics)
-            e = self._lo.size
-            edges = [slice(a, min(a + EDGES_PER_TASK, e)) for a in range(0, e, EDGES_PER_TASK)]
-
-            def agreeing(kind: bytes) -> list[Future[U8]]:
-                sk, pk = self._sk[kind], publics[kind]
-                return [
-                    ex.submit("agreements", kind, sk[self._lo[s]], pk[self._hi[s]]) for s in edges
-                ]
-
-            by_pair = agreeing(b"c")
-            c_values = _stack(by_pair, (0, SEED_BYTES), np.uint8)
+            c_values = self._agreed(b"c", publics)
             self._values[b"c"].set_result(c_values)
             sealing = self._seal_all(c_values)
-            by_pair = agreeing(b"s")
+            s_values = self._agreed(b"s", publics)
             self._sealed.set_result(None if sealing is None else _stack(sealing, (0,), np.uint8))
-            s_values = _stack(by_pair, (0, SEED_BYTES), np.uint8)
             self._values[b"s"].set_result(s_values)
             if not self.precomputes_masks:
                 self._masks.set_result(None)
@@ -208,6 +212,20 @@ class KeyBook:
             for f in futures:
                 if not f.done():
                     f.set_exception(exc)
+
+    def _agreed(self, kind: bytes, publics: dict[bytes, U8]) -> U8:
+        """KA.agree of every pair of neighbours for ``kind``, row e for edge e, made on
+        the workers a window of tasks at a time (each task's keys gathered as it is
+        sent, so the round holds the results, not every task's arguments at once)."""
+        e, per = self._lo.size, PAIRS_PER_TASK
+        sk, pk = self._sk[kind], publics[kind]
+        out = np.empty((e, SEED_BYTES), dtype=np.uint8)
+        calls = (
+            (span, (kind, sk[self._lo[span]], pk[self._hi[span]]))
+            for span in (slice(a, min(a + per, e)) for a in range(0, e, per))
+        )
+        windowed(self._executor, "agreements", calls, out.__setitem__)
+        return out
 
     def _seal_all(self, keys: U8) -> list[Future[U8]] | None:
         """Submit the sealing of every client's shares for every graph neighbour."""
@@ -365,6 +383,89 @@ class KeyBook:
         ok &= (self._sk[b"s"][v] == secrets).all(axis=1)
         ok &= (self._public_keys()[b"s"][u] == publics).all(axis=1)
         return edges, ok
+
+    # -- a batched round's shards (:mod:`.population`) ------------------------------------
+    def mark_used(self, kind: bytes, clients: I64, present: npt.NDArray[np.bool_]) -> None:
+        """Count the ``kind`` agreements of ``clients`` with their neighbours v that are
+        ``present[v]`` as used (what those clients' behaviours would have asked for)."""
+        nb = self._nb[clients]
+        self._used[kind][self._edge[clients][present[nb]]] = True
+
+    def _shards(self, clients: I64, work: int) -> list[I64]:
+        """``clients`` in runs of about :data:`SHARD_WORK` units of ``work`` per client."""
+        step = max(1, SHARD_WORK // max(1, work))
+        return [clients[a : a + step] for a in range(0, clients.size, step)]
+
+    def sum_in_background(self, task: str, calls: Iterable[tuple[Any, ...]]) -> Future[Any]:
+        """The sum of ``task`` (a name of :data:`~privsim.kit.secagg.pool.TASKS`) over
+        ``calls``, run a window at a time
+        (:func:`~privsim.kit.secagg.pool.windowed`) on a thread while the round goes on
+        (in this thread with a single worker)."""
+        done: Future[Any] = Future()
+        total: list[Any] = []
+
+        def run() -> None:
+            try:
+                windowed(
+                    self._executor,
+                    task,
+                    ((None, args) for args in calls),
+                    lambda _, result: total.append(result if not total else total.pop() + result),
+                )
+                done.set_result(total[0] if total else 0)
+            except BaseException as exc:  # the reader re-raises it
+                done.set_exception(exc)
+
+        if self._executor.size > 1:
+            threading.Thread(target=run, name=f"secagg-{task}", daemon=True).start()
+        else:
+            run()
+        return done
+
+    def mask_totals(self, clients: I64, present: npt.NDArray[np.bool_]) -> Future[U64]:
+        """Σ_{u ∈ clients} [PRG(b_u) + Σ_{v ∈ N(u), present[v]} Δ_{u,v} PRG(s_{u,v})] (the
+        masks of the clients' y_u, mod 2^64), summed shard by shard on the workers."""
+        values = self._values[b"s"].result()
+
+        def calls() -> Iterator[tuple[Any, ...]]:
+            for shard in self._shards(clients, self._nb.shape[1] + 1):
+                nb = self._nb[shard]
+                signs = np.where(nb < shard[:, None], 1, -1) * present[nb]
+                yield self._b[shard], values[self._edge[shard]], signs.astype(np.int8), *self._shape
+
+        return self.sum_in_background("mask_total", calls())
+
+    def seal_checks(
+        self, clients: I64, present: npt.NDArray[np.bool_], shares: ShareBook
+    ) -> Future[int]:
+        """ShareKeys shard by shard on the workers: each of ``clients`` seals its share
+        records for its present neighbours, and each neighbour opens and checks its own;
+        the number of shares sealed."""
+        values = self._values[b"c"].result()
+
+        def calls() -> Iterator[tuple[Any, ...]]:
+            for shard in self._shards(clients, 2 * self._nb.shape[1]):
+                nb = self._nb[shard]
+                slot = np.arange(nb.shape[1], dtype=np.int64)[None, :] + (nb > shard[:, None])
+                rows = shares.rows(shard)
+                yield (
+                    shard,
+                    nb,
+                    present[nb],
+                    rows[np.arange(shard.size)[:, None], slot],
+                    values[self._edge[shard]],
+                )
+
+        return self.sum_in_background("seal_and_open", calls())
+
+    @property
+    def neighbours(self) -> I64:
+        """Row u: the k neighbours of client u, sorted."""
+        return self._nb
+
+    def public_keys(self, kind: bytes) -> U8:
+        """Every client's ``kind`` public key (n, 32), as its AdvertiseKeys carried it."""
+        return self._public_keys()[kind]
 
     @property
     def agreements(self) -> int:

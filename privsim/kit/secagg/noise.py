@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from privsim.kit.intnoise import sample_discrete_gaussian, sample_skellam
 from privsim.kit.intnoise.accounting import IntegerAccount, account
 from privsim.kit.intnoise.modulus import ModulusPlan, plan_modulus
 from privsim.kit.intnoise.noise import NoiseKind
 from privsim.kit.intnoise.rounding import Sensitivity
+from privsim.kit.intnoise.samplers import sample_share
 
 __all__ = ["Noise"]
 
@@ -37,9 +37,7 @@ class Noise:
 
     def sample(self, rng: np.random.Generator, dimension: int) -> npt.NDArray[np.int64]:
         """One client's share of the noise."""
-        if self.kind == "discrete_gaussian":
-            return sample_discrete_gaussian(rng, self.parameter, dimension)
-        return sample_skellam(rng, self.parameter, dimension)
+        return sample_share(self.kind, self.parameter, rng, dimension)
 
     @classmethod
     def of(

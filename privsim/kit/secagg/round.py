@@ -29,8 +29,9 @@ from types import TracebackType
 import numpy as np
 
 from privsim.kit.secagg import behaviours as roles
+from privsim.kit.secagg import population
 from privsim.kit.secagg.graph import Graph, Parameters, choose_parameters, harary
-from privsim.kit.secagg.inputs import Rows, client_inputs
+from privsim.kit.secagg.inputs import Rows, client_inputs, row_source
 from privsim.kit.secagg.keybook import SECRET_WORDS, KeyBook, share_book
 from privsim.kit.secagg.noise import Noise
 from privsim.kit.secagg.outcome import AbortReason, Outcome
@@ -191,7 +192,12 @@ class Launched:
 
 
 def launch(
-    world: World, plan: RoundPlan, inputs: Rows, *, processes: int | None = None
+    world: World,
+    plan: RoundPlan,
+    inputs: Rows,
+    *,
+    processes: int | None = None,
+    batched: bool = False,
 ) -> Launched:
     """Add and start the round's clients (role ``client``) and server (role ``server``)
     on ``world``, each client summing its row of ``inputs``
@@ -201,7 +207,17 @@ def launch(
     book computes every client's keys, agreements, sealed shares and masks while the
     world runs, on ``processes`` workers (default :func:`round_processes`; the result is
     the same whatever their number): run the world inside ``with launch(...) as
-    launched:`` so that they stop with it."""
+    launched:`` so that they stop with it.
+
+    ``batched``: the clients are a population without processes, driven by the server
+    (:mod:`~privsim.kit.secagg.population`: the same messages, times and release, for
+    rounds of 10^5 clients and more; not with sealed channels or a coalition among the
+    round's parties, whose views it does not keep)."""
+    if batched and world.bus.encrypt:
+        raise ValueError(
+            "a batched SecAgg round does not seal its messages one by one: use "
+            "network.encryption = 'sized' (the same sizes and times) or 'none'"
+        )
     n, graph = len(plan.clients), plan.graph
     streams = world.streams
     secrets = streams.keystream(*plan.label, "client-secrets").words(np.arange(n), 0, SECRET_WORDS)
@@ -216,8 +232,14 @@ def launch(
     )
     bulk = executor(round_processes(graph, processes))
     try:  # the workers stop at once if the launch fails
-        keys = KeyBook(
-            secrets, graph, dimension=plan.dimension, bits=plan.bits, executor=bulk, shares=book
+        keys = KeyBook(  # a batched round seals and masks shard by shard instead
+            secrets,
+            graph,
+            dimension=plan.dimension,
+            bits=plan.bits,
+            executor=bulk,
+            shares=None if batched else book,
+            masks=False if batched else None,
         )
         behaviour_plan = roles.SecAggPlan(
             clients=plan.clients,
@@ -233,10 +255,17 @@ def launch(
             inputs=rows,
             first=len(world.parties_by_role.get("client", ())),
         )
-        for agent in world.add_parties("client", plan.clients):
-            world.start(agent, roles.client(agent, behaviour_plan))
+        added = world.add_parties("client", plan.clients)
         server = world.add_party(plan.server, "server")
-        world.start(server, roles.server(server, behaviour_plan))
+        if batched:
+            shards = population.InputShards(
+                row_source(inputs, n, plan.dimension), plan.noise, streams.root
+            )
+            world.start(server, population.server_population(server, behaviour_plan, shards))
+        else:
+            for agent in added:
+                world.start(agent, roles.client(agent, behaviour_plan))
+            world.start(server, roles.server(server, behaviour_plan))
     except BaseException:
         bulk.close(abort=True)
         raise
@@ -265,7 +294,7 @@ def trust(plan: RoundPlan) -> ServerThreshold:
     shares (every client on SecAgg's complete graph, the closed neighbourhood on
     SecAgg+'s)."""
     graph = plan.graph
-    holders = () if graph.complete else tuple(map(tuple, graph.holder_matrix().tolist()))
+    holders = () if graph.complete else graph.holder_matrix()
     return ServerThreshold.of(plan.server, plan.clients, plan.threshold, holders)
 
 

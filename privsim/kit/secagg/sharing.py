@@ -14,6 +14,9 @@ with the inverses by Fermat's little theorem (y⁻¹ = y^(p−2)), for all owner
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 import threading
 
 import numpy as np
@@ -167,31 +170,33 @@ def _interpolate_small(xs: I64, ys: U64) -> U64 | None:
     if top >= TABLE_LIMIT or low < 1 or int(y.max()) >= shamir.PRIME:
         return None
     p = shamir.PRIME
-    table = _inverse_list(top)
-    half = len(table) // 2
     out = []
-    known: dict[tuple[int, ...], list[int]] = {}  # λ of each set of abscissas met
     for row, shares in zip(x.tolist(), y.tolist(), strict=True):
         key = tuple(row)
-        lams = known.get(key)
-        if lams is None:
-            if len(set(key)) < t:
-                return None  # a repeated abscissa: the array path's residues
-            product = 1
-            for v in row:
-                product = product * v % p
-            lams = []
-            for xj in row:
-                lam = product * table[half + xj] % p
-                for xl in row:
-                    lam = lam * table[half + xl - xj] % p  # 1 at l = j
-                lams.append(lam)
-            known[key] = lams
-        secret = [0] * y.shape[2]
-        for lam, share in zip(lams, shares, strict=True):
-            secret = [(acc + lam * s) % p for acc, s in zip(secret, share, strict=True)]
-        out.append(secret)
+        if len(set(key)) < t:
+            return None  # a repeated abscissa: the array path's residues
+        lams = _lagrange_small(key)
+        # (exact integer sums, reduced mod p once: the same residues)
+        out.append(
+            [sum(map(operator.mul, lams, column)) % p for column in zip(*shares, strict=True)]
+        )
     return np.array(out, dtype=np.uint64).reshape(m, y.shape[2])
+
+
+@functools.lru_cache(maxsize=4096)
+def _lagrange_small(xs: tuple[int, ...]) -> tuple[int, ...]:
+    """:func:`lagrange_at_zero` of one row of distinct abscissas in [1, TABLE_LIMIT), on
+    Python integers (exact products, reduced mod p once: the same residues). A pure
+    function of public values, cached: a round's reconstructions, and the next round's,
+    meet the same sets of holders again."""
+    table = _inverse_list(max(xs))
+    half = len(table) // 2
+    product = math.prod(xs)
+    return tuple(
+        math.prod([table[half + xl - xj] for xl in xs], start=product * table[half + xj])
+        % shamir.PRIME  # 1/(x_l − x_j) is 1 at l = j
+        for xj in xs
+    )
 
 
 _inverse_lists: list[list[int]] = [[1]]
@@ -221,9 +226,11 @@ def _horner_small(x: U64, coeffs: U64, secrets: U64) -> U64:
     ``shamir.add``), for abscissas x < 2^31 and residues a, s < p.
 
     ``x`` (n, h, 1), ``coeffs`` (n, t − 1, w), ``secrets`` (n, w); returns (n, h, w).
-    With a = a₁2³¹ + a₀: a·x = a₁x·2³¹ + a₀x, and with c = a₁x = c₁2³⁰ + c₀ (below
-    2⁶¹), c·2³¹ ≡ c₁ + c₀2³¹ (2⁶¹ ≡ 1); every term fits in 64 bits, then two folds and
-    a conditional subtraction give the residue; adding a residue is one subtraction."""
+    The accumulator a is kept below 2⁶² + 4, congruent to the exact value, and reduced
+    once at the end. With a = a₁2³¹ + a₀ (a₁ ≤ 2³¹): a·x = a₁x·2³¹ + a₀x, and with c =
+    a₁x = c₁2³⁰ + c₀ (below 2⁶²), c·2³¹ ≡ c₁ + c₀2³¹ (2⁶¹ ≡ 1); the sum is below 2⁶³,
+    one fold (2⁶¹ ≡ 1) brings it below 2⁶¹ + 4, and adding the next residue below
+    2⁶² + 4; a last fold and a conditional subtraction give the residue."""
     n, h = x.shape[0], x.shape[1]
     w = secrets.shape[1]
     out = np.empty((n, h, w), dtype=np.uint64)
@@ -241,22 +248,22 @@ def _horner_small(x: U64, coeffs: U64, secrets: U64) -> U64:
             add = coeffs[lo : lo + m, None, k, :] if k >= 0 else secrets[lo : lo + m, None, :]
             np.bitwise_and(acc, _LOW31, out=b0)
             np.right_shift(acc, np.uint64(31), out=b1)
-            np.multiply(b1, xs, out=b1)  # c = a₁x < 2^61
+            np.multiply(b1, xs, out=b1)  # c = a₁x < 2^62
             np.right_shift(b1, np.uint64(30), out=t0)  # c₁
             np.bitwise_and(b1, _LOW30, out=b1)
             np.left_shift(b1, np.uint64(31), out=b1)  # c₀·2^31
             np.multiply(b0, xs, out=acc)  # a₀x < 2^62
             acc += t0
             acc += b1  # < 2^63
-            for _ in range(2):  # fold 2^61 ≡ 1 twice
-                np.right_shift(acc, np.uint64(61), out=t0)
-                acc &= _P
-                acc += t0
-            np.greater_equal(acc, _P, out=ge)
-            np.subtract(acc, _P, out=acc, where=ge)
-            acc += add  # < 2p
-            np.greater_equal(acc, _P, out=ge)
-            np.subtract(acc, _P, out=acc, where=ge)
+            np.right_shift(acc, np.uint64(61), out=t0)  # fold 2^61 ≡ 1
+            acc &= _P
+            acc += t0  # < 2^61 + 4
+            acc += add  # < 2^62 + 4
+        np.right_shift(acc, np.uint64(61), out=t0)
+        acc &= _P
+        acc += t0  # < p + 4
+        np.greater_equal(acc, _P, out=ge)
+        np.subtract(acc, _P, out=acc, where=ge)
     return out
 
 
@@ -277,18 +284,34 @@ class ShareBook:
         self._lock = threading.Lock()  # the round's key book may ask from its own thread
         self.threshold = threshold
 
-    def _make(self) -> U64:
-        n, w = self._secrets.shape
+    def _make(self, clients: I64 | None = None) -> U64:
+        """The shares of ``clients`` (all by default): each a pure function of its own
+        secret and coefficient stream, so any subset is the same rows as the table's."""
+        rows = np.arange(self._secrets.shape[0]) if clients is None else clients
+        secrets, holders = self._secrets[rows], self._holders[rows]
+        n, w = secrets.shape
         t = self.threshold
-        words = self._stream.words(np.arange(n), 0, max(t - 1, 0) * w)
+        words = self._stream.words(rows, 0, max(t - 1, 0) * w)
         coeffs = shamir.residues_from_words(words).reshape(n, max(t - 1, 0), w)
-        x = (self._holders + 1).astype(np.uint64)[:, :, None]
-        if n and int(x.max()) < _SMALL and int(self._secrets.max()) < shamir.PRIME:
-            return _horner_small(x, coeffs, self._secrets)
+        x = (holders + 1).astype(np.uint64)[:, :, None]
+        if n and int(x.max()) < _SMALL and int(secrets.max()) < shamir.PRIME:
+            return _horner_small(x, coeffs, secrets)
         acc = np.zeros((n, x.shape[1], w), dtype=np.uint64)
         for k in range(t - 2, -1, -1):  # Horner: (…(a_{t−1} x + a_{t−2}) x + …) x + s
             acc = shamir.add(shamir.mul(acc, x), coeffs[:, None, k, :])
-        return shamir.add(shamir.mul(acc, x), self._secrets[:, None, :])
+        return shamir.add(shamir.mul(acc, x), secrets[:, None, :])
+
+    @property
+    def holders(self) -> I64:
+        """(n, h): each client's holders."""
+        return self._holders
+
+    def rows(self, clients: I64) -> U64:
+        """The shares (m, h, w) of ``clients`` only: from the table if it is made, else
+        computed for them alone (a batched round's memory holds a shard's, not all)."""
+        if self._shares is not None:
+            return self._shares[clients]
+        return self._make(clients)
 
     def table(self) -> tuple[I64, U64]:
         """(holders (n, h), shares (n, h, w)) of every client (made on first use)."""

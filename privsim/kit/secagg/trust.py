@@ -11,34 +11,59 @@ sees y_u and learns nothing.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 from privsim.sim.ledger import Trust, TrustKind
 
 __all__ = ["ServerThreshold"]
 
+_NO_HOLDERS = np.zeros((0, 0), dtype=np.int64)
+_NO_HOLDERS.flags.writeable = False
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, eq=False)
 class ServerThreshold(Trust):
     """Broken when the coalition holds ``server`` and, for some client, at least
-    ``threshold`` of the holders of its shares (``holders[i]``: client indices;
-    empty: every client holds every client's shares). ``parties`` lists the server and
+    ``threshold`` of the holders of its shares (``holders`` row i: client i's holders,
+    client indices, a read-only array; empty: every client holds every client's
+    shares). Equal to another when every field is (the holders compared as arrays). ``parties`` lists the server and
     every client (the parties whose honesty the guarantee rests on): client i is
     ``parties[1 + i]``, read from its name ``{prefix}-{i}`` when it has that form (a
     whole population), else looked up (a round over a cohort of named clients)."""
 
     server: str = ""
     threshold: int = 1
-    holders: tuple[tuple[int, ...], ...] = ()
+    holders: npt.NDArray[np.int64] = field(default_factory=lambda: _NO_HOLDERS)
     prefix: str = "client"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ServerThreshold):
+            return NotImplemented
+        return (
+            (self.kind, self.parties, self.description, self.count)
+            == (other.kind, other.parties, other.description, other.count)
+            and (self.server, self.threshold, self.prefix)
+            == (other.server, other.threshold, other.prefix)
+            and np.array_equal(self.holders, other.holders)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.parties, self.server, self.threshold, self.holders.shape))
 
     def broken_by(self, coalition: Collection[str]) -> bool:
         if self.server not in coalition:
             return False
         colluding = self._indices(coalition)
-        if not self.holders:
+        if not self.holders.size:
             return len(colluding) >= self.threshold
-        return any(len(colluding.intersection(h)) >= self.threshold for h in self.holders)
+        if len(colluding) < self.threshold:
+            return False
+        members = np.zeros(len(self.parties) - 1, dtype=bool)
+        members[list(colluding)] = True
+        return bool((members[self.holders].sum(axis=1) >= self.threshold).any())
 
     def _indices(self, coalition: Collection[str]) -> set[int]:
         """The client indices of the coalition's clients."""
@@ -63,8 +88,12 @@ class ServerThreshold(Trust):
         server: str,
         clients: tuple[str, ...],
         threshold: int,
-        holders: tuple[tuple[int, ...], ...] = (),
+        holders: npt.ArrayLike = (),
     ) -> ServerThreshold:
+        rows = np.array(holders, dtype=np.int64)
+        if rows.size == 0:
+            rows = _NO_HOLDERS
+        rows.flags.writeable = False
         return cls(
             TrustKind.SERVER_THRESHOLD,
             (server, *clients),
@@ -72,5 +101,5 @@ class ServerThreshold(Trust):
             "shares (SecAgg threshold)",
             server=server,
             threshold=threshold,
-            holders=holders,
+            holders=rows,
         )

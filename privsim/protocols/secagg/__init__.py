@@ -30,6 +30,7 @@ from privsim.protocols.secagg.config import SecAggConfig
 from privsim.protocols.secagg.report import flatten, report_lines
 from privsim.protocols.secagg.run import (
     SERVER,
+    delivery,
     noise_plan,
     parameters,
     plan_ledger,
@@ -43,8 +44,9 @@ __all__ = ["PROTOCOLS", "SECAGG", "SECAGG_PLUS"]
 
 
 def _check(scenario: Scenario) -> None:
-    """A (k, t) that meets the targets, N − T − 1 ≥ 1 honest noise shares, and a
-    modulus that holds the sum of N inputs (plus the noise, planned with it)."""
+    """A delivery that can run, a (k, t) that meets the targets, N − T − 1 ≥ 1 honest
+    noise shares, and a modulus that holds the sum of N inputs (plus the noise, planned
+    with it)."""
     cfg = scenario.table("secagg", SecAggConfig)
     n = scenario.population.clients
     if scenario.protocol == "secagg" and n > MAX_DEGREE + 1:
@@ -54,6 +56,7 @@ def _check(scenario: Scenario) -> None:
             f"holds N² shares; it is simulated up to N = {MAX_DEGREE + 1}",
             "use protocol = 'secagg_plus' (degree O(log N)), or fewer clients",
         )
+    delivery(scenario)  # batched clients: not with colluders or sealed channels
     # Memory and time first: the noise calibration below costs O(N) for huge N.
     check_footprint(scenario, _footprint(scenario))
     params = parameters(scenario)
@@ -93,23 +96,45 @@ SECONDS_PER_PRG_BYTE = 1.5e-9
 SECONDS_PER_SHARE = 30e-6
 
 
+#: A batched round's calling process per client and holder of its shares (its whole
+#: peak of 4.02 GiB at N = 10^6, k = 38, d = 100 in benchmarks/bench_cluster.py, over
+#: N·(k+1)): the key book's pair values and indices, the graph, the trace; and its own
+#: work per client (the bus, the server's reconstruction: 218 s of CPU at N = 10^6).
+BATCHED_HOLDER_BYTES = 112
+SECONDS_PER_BATCHED_CLIENT = 2.5e-4
+
+
 def _footprint(scenario: Scenario) -> Footprint:
-    """Memory ≈ N·P + N·(k+1)·(96 + 64) (share ciphertexts at the server and every
-    client's shares, made at once) + N·d·8·2 (masked inputs and the inputs); time ≈ N·k X25519 exchanges (one per pair and key kind),
-    8N messages, 2·N·k·d·w PRG bytes and N·(k+1) sealed shares."""
+    """Per client: memory ≈ N·P + N·(k+1)·(96 + 64) (share ciphertexts at the server and
+    every client's shares, made at once) + N·d·8·2 (masked inputs and the inputs); time ≈
+    N·k X25519 exchanges (one per pair and key kind), 8N messages, 2·N·k·d·w PRG bytes
+    and N·(k+1) sealed shares. Batched (``secagg.delivery``): memory ≈
+    N·(k+1)·:data:`BATCHED_HOLDER_BYTES`, time ≈ the exchanges, the PRG bytes and
+    :data:`SECONDS_PER_BATCHED_CLIENT` per client (no process or message object per
+    client; sealing and masks in bulk)."""
     cfg = scenario.table("secagg", SecAggConfig)
     n, d = scenario.population.clients, cfg.dimension
-    k = n - 1 if scenario.protocol == "secagg" else min(cfg.degree or _guess_degree(n), n - 1)
+    k = n - 1 if scenario.protocol == "secagg" else min(cfg.degree or _degree(scenario), n - 1)
     width = 4 if cfg.modulus_bits <= 32 else 8
-    memory = n * PARTY_BYTES + n * (k + 1) * 160 + n * d * 16
-    seconds = (
-        n * k * SECONDS_PER_AGREEMENT
-        + 8 * n * SECONDS_PER_MESSAGE
-        + 2 * n * (k + 1) * d * width * SECONDS_PER_PRG_BYTE
-        + 2 * n * (k + 1) * SECONDS_PER_SHARE
-    )
+    crypto = n * k * SECONDS_PER_AGREEMENT + 2 * n * (k + 1) * d * width * SECONDS_PER_PRG_BYTE
     field = "population.clients" if n * k > 20 * d else "secagg.dimension"
+    if delivery(scenario) == "batched":
+        memory = n * (k + 1) * BATCHED_HOLDER_BYTES
+        seconds = crypto + n * SECONDS_PER_BATCHED_CLIENT
+        formula = f"N·(k+1)·{BATCHED_HOLDER_BYTES}, batched clients, N = {n}, k = {k}"
+        return Footprint(memory, field, formula, seconds)
+    memory = n * PARTY_BYTES + n * (k + 1) * 160 + n * d * 16
+    seconds = crypto + 8 * n * SECONDS_PER_MESSAGE + 2 * n * (k + 1) * SECONDS_PER_SHARE
     return Footprint(memory, field, f"N·P + N·(k+1)·160 + N·d·16, N = {n}, k = {k}", seconds)
+
+
+def _degree(scenario: Scenario) -> int:
+    """SecAgg+'s k as the round will choose it (a search over binomial tails, cheap for
+    any N), or about 4·log2 N where no k meets the targets (the check names that)."""
+    try:
+        return parameters(scenario).degree
+    except FieldError:
+        return _guess_degree(scenario.population.clients)
 
 
 def _guess_degree(n: int) -> int:

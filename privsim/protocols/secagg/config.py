@@ -35,6 +35,7 @@ class SecAggConfig:
     achieves and refuses a plan over the budget unless ``privacy.on_overspend`` allows.
 
     ``round_timeout``: simulated seconds the server waits for each round's messages.
+    ``delivery``: clients as processes or as a batched population.
     """
 
     dimension: int = 10
@@ -74,6 +75,11 @@ class SecAggConfig:
     z·``clip_norm``; unset: calibrated to the budget)."""
     round_timeout: float = 1.0
     """Simulated seconds the server waits for each round's messages."""
+    delivery: Literal["auto", "per_client", "batched"] = "auto"
+    """How the clients run: ``per_client`` (a process each), ``batched`` (a population the
+    server drives: the same messages, times and release, for 10^5–10^6 clients; not with
+    ``network.encryption = "aes-gcm"`` or a colluding server or client) or ``auto``
+    (batched from 20,000 clients when it can be)."""
 
     def __post_init__(self) -> None:
         if self.dimension < 1:

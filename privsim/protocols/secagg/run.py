@@ -38,8 +38,10 @@ from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
 __all__ = [
+    "BATCHED_FROM_CLIENTS",
     "SERVER",
     "Simulation",
+    "delivery",
     "noise_plan",
     "parameters",
     "plan_ledger",
@@ -214,6 +216,37 @@ def plan_ledger(scenario: Scenario) -> PrivacyLedger:
     return _charged(scenario, round_plan(scenario, Streams(scenario.seed)))
 
 
+#: ``secagg.delivery = "auto"`` runs the clients as a batched population from this many.
+BATCHED_FROM_CLIENTS = 20_000
+
+
+def delivery(scenario: Scenario) -> str:
+    """``secagg.delivery`` resolved: ``batched`` or ``per_client``. A batched round
+    keeps no coalition view and seals no message, so ``auto`` runs per client when the
+    threat names colluders or the channels are AES-GCM, and ``batched`` there is an
+    error."""
+    cfg = scenario.table("secagg", SecAggConfig)
+    threat = scenario.threat
+    colluders = bool(threat.colluding_clients) or SERVER in threat.colluding_servers
+    sealed = scenario.network.encryption == "aes-gcm"
+    if cfg.delivery == "batched" and (colluders or sealed):
+        why = (
+            "a colluding server or client (threat.colluding_*), whose view it does not keep"
+            if colluders
+            else "network.encryption = 'aes-gcm', whose messages it does not seal one by one"
+        )
+        raise FieldError(
+            "secagg.delivery",
+            f"'batched' cannot run with {why}",
+            "use delivery = 'per_client' (or 'auto'), or network.encryption = 'sized' for "
+            "the sealed sizes and times without sealing",
+        )
+    if cfg.delivery == "auto":
+        large = scenario.population.clients >= BATCHED_FROM_CLIENTS
+        return "batched" if large and not colluders and not sealed else "per_client"
+    return cfg.delivery
+
+
 def simulate(
     scenario: Scenario, seed: int | None = None, *, processes: int | None = None
 ) -> Simulation:
@@ -240,7 +273,8 @@ def simulate(
     ledger = _charged(scenario, plan)
 
     world = build_world(scenario, streams, [*plan.clients, SERVER])
-    with secagg.launch(world, plan, data.rows, processes=processes) as launched:
+    batched = delivery(scenario) == "batched"
+    with secagg.launch(world, plan, data.rows, processes=processes, batched=batched) as launched:
         agree_channels(world, lambda _: secagg.channel_pairs(plan))
         world.run()  # the workers stop with the round, at once if it fails or is interrupted
     outcome = secagg.outcome_of(launched)

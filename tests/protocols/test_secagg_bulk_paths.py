@@ -1,0 +1,97 @@
+"""The batched paths of SecAgg's cryptography and sharing give the values of the
+one-at-a-time primitives: sealing and keystreams in a batch, sums of masks whose seeds
+repeat (a pair's seed in both its clients' rows) in blocks of any size, shares by a
+Horner pass reduced once at the end, and small reconstructions on Python integers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from privsim.kit import shamir
+from privsim.kit.secagg import bulk, sharing
+from privsim.kit.secagg.crypto import expand, keystream, keystreams, seal_batch, seal_share
+from privsim.kit.secagg.maths import RECORD_BYTES
+
+P = shamir.PRIME
+
+
+def test_a_batch_seals_each_record_as_seal_share_does():
+    rng = np.random.default_rng(1)
+    senders, receivers = [3, 9, 9, 0], [7, 2, 9, 1]
+    keys = rng.integers(0, 256, (4, 16), dtype=np.uint8)
+    plain = rng.integers(0, 256, (4, RECORD_BYTES), dtype=np.uint8)
+    want = b"".join(
+        seal_share(AESGCM(k.tobytes()), u, v, p.tobytes())
+        for u, v, k, p in zip(senders, receivers, keys, plain, strict=True)
+    )
+    assert seal_batch(senders, receivers, keys.tobytes(), plain.tobytes(), RECORD_BYTES) == want
+
+
+def test_keystreams_are_each_seeds_keystream_end_to_end():
+    seeds = [bytes([i]) * 16 for i in range(5)]
+    assert keystreams(b"".join(seeds), 40) == b"".join(keystream(s, 40) for s in seeds)
+
+
+@pytest.mark.parametrize("bits", [16, 32, 33, 64])
+@pytest.mark.parametrize("block", [1, 200, 1 << 22])
+def test_mask_sums_with_repeated_seeds_and_pairs_left_out(bits, block, monkeypatch):
+    """Each row is PRG(b_u) + Σ_j signs[u, j] PRG(seed_{u,j}) mod 2^b, whatever the
+    block size, with seeds repeated across and within rows and some signs 0."""
+    monkeypatch.setattr(bulk, "MASK_BLOCK_BYTES", block)
+    rng = np.random.default_rng(bits)
+    m, k, d = 5, 6, 9
+    pool = rng.integers(0, 256, (4, 16), dtype=np.uint8)
+    pairs = pool[rng.integers(0, 4, (m, k))]
+    selfs = rng.integers(0, 256, (m, 16), dtype=np.uint8)
+    signs = rng.integers(-1, 2, (m, k)).astype(np.int8)
+    signs[2] = 0  # a row of self mask alone
+    mod = np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(2**64 - 1)
+    got = bulk.mask_sums(selfs, pairs, signs, d, bits).astype(np.uint64) & mod
+    for u in range(m):
+        want = expand(selfs[u].tobytes(), d, bits).copy()
+        for j in range(k):
+            if signs[u, j] > 0:
+                want += expand(pairs[u, j].tobytes(), d, bits)
+            elif signs[u, j] < 0:
+                want -= expand(pairs[u, j].tobytes(), d, bits)
+        assert np.array_equal(got[u], want & mod)
+    empty = bulk.mask_sums(None, pairs, np.zeros((m, k), np.int8), d, bits)
+    assert not empty.any() and empty.shape == (m, d)
+
+
+@pytest.mark.parametrize("top", [5, 1 << 20, (1 << 31) - 1])
+def test_shares_are_the_exact_residues_up_to_the_largest_abscissas(top):
+    """Horner's rule with one final reduction is f(x) mod p, at the bounds it allows:
+    abscissas just below 2^31 and every residue p − 1."""
+    rng = np.random.default_rng(top)
+    n, h, w, t = 4, 5, 3, 7
+    x = rng.integers(1, top + 1, (n, h, 1)).astype(np.uint64)
+    x[0] = top
+    coeffs = rng.integers(0, P, (n, t - 1, w), dtype=np.uint64)
+    secrets = rng.integers(0, P, (n, w), dtype=np.uint64)
+    coeffs[1], secrets[1] = P - 1, P - 1
+    want = np.zeros((n, h, w), dtype=object)
+    for k in range(t - 2, -1, -1):
+        want = (want * x.astype(object) + coeffs[:, None, k, :].astype(object)) % P
+    want = (want * x.astype(object) + secrets[:, None, :].astype(object)) % P
+    got = sharing._horner_small(x, coeffs, secrets)
+    assert got.dtype == np.uint64 and np.array_equal(got, want.astype(np.uint64))
+
+
+def test_small_reconstructions_are_the_array_paths_residues():
+    rng = np.random.default_rng(3)
+    m, t, w = 6, 5, 4
+    xs = np.stack([rng.choice(np.arange(1, 60), t, replace=False) for _ in range(m)])
+    xs[3] = xs[1]  # the same holders twice
+    ys = rng.integers(0, P, (m, t, w), dtype=np.uint64)
+    small = sharing._interpolate_small(xs, ys)
+    lam = sharing.lagrange_at_zero(xs)
+    terms = shamir.mul(lam[:, :, None], ys)
+    want = np.zeros((m, w), dtype=np.uint64)
+    for col in range(t):
+        want = shamir.add(want, terms[:, col])
+    assert small is not None and np.array_equal(small, want)
+    xs[0, 1] = xs[0, 0]  # a repeated abscissa: left to the array path
+    assert sharing._interpolate_small(xs, ys) is None
