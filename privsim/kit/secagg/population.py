@@ -285,7 +285,7 @@ def _rounds(agent: Agent, plan: SecAggPlan, clients: _Clients, inputs: InputShar
     r1, when = clients.reached(u1, sent)
     keys.mark_used(b"c", r1, alive1)  # each seals its shares for its directory
     sealing = keys.seal_checks(r1, alive1, plan.book)
-    clients.answer(r1, when, EncryptedShares, sizes.shares.of(alive1[nb[r1]].sum(axis=1)))
+    clients.answer(r1, when, EncryptedShares, sizes.shares.of(listed[np.searchsorted(u1, r1)]))
 
     # Round 1 (ShareKeys): U2; forward each v the shares sealed for it by N(v) ∩ U2.
     u2 = yield from _collect(agent, plan, EncryptedShares, u1.size)
@@ -325,7 +325,7 @@ def _rounds(agent: Agent, plan: SecAggPlan, clients: _Clients, inputs: InputShar
         _no_view,
     )
     r3, when = clients.reached(u3, sent)
-    held = 1 + alive2[nb[r3]].sum(axis=1)  # its own shares and those forwarded to it
+    held = 1 + came[np.searchsorted(u2, r3)]  # its own shares and those forwarded to it
     clients.answer(r3, when, UnmaskShares, sizes.unmask.of(held), last=True)
 
     # Round 3 (Unmasking): U5; rebuild b_u of U3 and s_v^SK of U2 \ U3, remove the masks.
