@@ -32,9 +32,8 @@ Figures per N and engine:
   actors; the Ray start-up itself is not counted, nor the benchmark's own byte counting
   and process-tree reading inside the round). CPU time is that of this process and all
   its descendants (Ray's GCS, raylet and workers) over the round, read with psutil.
-  privsim simulates a round (``privsim.protocols.secagg.run.simulate``, the world built
-  anew each time, its cache of X25519 key objects emptied so each round builds its keys
-  as a round with fresh keys would) max(``--rounds`` − 1, 20) times after an untimed
+  privsim simulates a round (``privsim.protocols.secagg.run.simulate``, the world and
+  every key built anew each time) max(``--rounds`` − 1, 20) times after an untimed
   one, and the table gives the median, as for Flower (at N = 10^4, one timed round);
   its CPU time is this process's.
 - bytes per client: Flower's are the serialized record dicts (protobuf ``ByteSize``) of
@@ -150,7 +149,6 @@ def run_privsim(cell: Cell, rounds: int = 2, *, warm_up: bool = True) -> Timing:
     statistic as Flower's: the median of the rounds after a warm-up; without
     ``warm_up``, the untimed probe below is the only one before them)."""
     from privsim.kit.result import Communication
-    from privsim.kit.secagg.bulk import _private_key
     from privsim.protocols.secagg.run import SERVER, simulate
 
     # The dropped clients crash when the server closes ShareKeys: their shares are
@@ -161,9 +159,6 @@ def run_privsim(cell: Cell, rounds: int = 2, *, warm_up: bool = True) -> Timing:
     walls: list[float] = []
     cpus: list[float] = []
     for _ in range(max(1, rounds)):
-        # a round with fresh keys builds its key objects, as Flower's clients do: the
-        # per-process cache of key objects must not carry one round's keys to the next
-        _private_key.cache_clear()
         started, cpu = time.perf_counter(), time.process_time()
         sim = simulate(scenario)
         walls.append(time.perf_counter() - started)

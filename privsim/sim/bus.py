@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +33,7 @@ from privsim.sim.channels import OVERHEAD_BYTES, ChannelError
 from privsim.sim.coalition import ViewedMessage
 from privsim.sim.inbox import Arrival
 from privsim.sim.keystream import KeyStream, uniforms
-from privsim.sim.latency import ConstantLatency
+from privsim.sim.latency import ConstantLatency, delay
 from privsim.sim.messages import Message, MessageCodecError, decode, encode, wire_size
 from privsim.sim.network import CompleteTopology, LinkSpec, TopologyError
 from privsim.sim.trace import Status
@@ -43,6 +43,11 @@ if TYPE_CHECKING:
 
 __all__ = ["BatchFlight", "BroadcastFlight", "MessageBus", "UnknownPartyError"]
 
+#: Uniforms read ahead for a party's per-message draws: its first ones with those of up
+#: to ``_FIRST_GROUP`` neighbouring parties (most parties send a few messages), then
+#: ``_CACHE_WORDS`` at a time.
+_FIRST_WORDS = 8
+_FIRST_GROUP = 64
 _CACHE_WORDS = 64
 
 
@@ -50,8 +55,9 @@ class UnknownPartyError(KeyError):
     """A message was addressed to a party that does not exist."""
 
 
-@dataclass(frozen=True, slots=True)
-class _InFlight:
+class _InFlight(NamedTuple):
+    """A message on the wire (a named tuple: one is made per message sent)."""
+
     message_id: int
     src: Agent
     dst: Agent
@@ -110,10 +116,20 @@ class BroadcastFlight:
 class _RoleState:
     """Per-role arrays: uplink queues, send counters, slowdowns, crash times."""
 
-    __slots__ = ("crash", "latency", "loss", "sent", "slowdown", "uplink_free")
+    __slots__ = (
+        "crash",
+        "latency",
+        "latency_words",
+        "loss",
+        "loss_words",
+        "sent",
+        "size",
+        "slowdown",
+        "uplink_free",
+    )
 
     def __init__(self, world: World, role: str, parties: Sequence[str]) -> None:
-        n = len(parties)
+        n = self.size = len(parties)
         self.uplink_free = np.zeros(n)
         self.sent = np.zeros(n, dtype=np.int64)
         # Defaults for everyone, then the (few) parties the fault plan names.
@@ -132,6 +148,10 @@ class _RoleState:
                 self.crash[agents[p].role_index] = -np.inf
         self.latency = world.streams.keystream("net", role, "latency")
         self.loss = world.streams.keystream("net", role, "loss")
+        #: The per-message path's next uniforms of each stream, by party: (first word's
+        #: position, the uniforms from there on) (see :meth:`MessageBus._uniform`).
+        self.latency_words: dict[int, tuple[int, list[float]]] = {}
+        self.loss_words: dict[int, tuple[int, list[float]]] = {}
 
 
 class MessageBus:
@@ -161,7 +181,6 @@ class MessageBus:
         self.flights: list[BatchFlight] = []
         self.broadcasts: list[BroadcastFlight] = []
         self._roles: dict[str, _RoleState] = {}
-        self._word_cache: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray]] = {}
 
     def prepare(self, parties_by_role: Mapping[str, Sequence[str]]) -> None:
         """Set up per-role state once every party is known (called at launch)."""
@@ -170,20 +189,28 @@ class MessageBus:
         }
 
     # -- per-message path -----------------------------------------------------------------
-    def _draws(self, agent: Agent) -> tuple[float, float]:
-        """(latency uniform, loss uniform) for ``agent``'s next message."""
-        state = self._roles[agent.role]
-        j = int(state.sent[agent.role_index])
-        state.sent[agent.role_index] = j + 1
-        key = (agent.role, agent.role_index)
-        cached = self._word_cache.get(key)
-        if cached is None or not cached[0] <= j < cached[0] + _CACHE_WORDS:
-            start = j - j % _CACHE_WORDS
-            lat = uniforms(state.latency.words([agent.role_index], start, _CACHE_WORDS)[0])
-            loss = uniforms(state.loss.words([agent.role_index], start, _CACHE_WORDS)[0])
-            cached = (start, lat, loss)
-            self._word_cache[key] = cached
-        return float(cached[1][j - cached[0]]), float(cached[2][j - cached[0]])
+    @staticmethod
+    def _uniform(
+        stream: KeyStream, cache: dict[int, tuple[int, list[float]]], size: int, i: int, j: int
+    ) -> float:
+        """Word ``j`` of party ``i``'s ``stream`` as a uniform on [0, 1), read ahead: a
+        party's first draws are made with those of the parties around it that have none
+        yet (one AES call for a whole group's first messages), later ones
+        ``_CACHE_WORDS`` at a time (a party that sends many messages). The words are
+        addressed by position, so what is read ahead changes no draw."""
+        got = cache.get(i)
+        if got is not None and 0 <= j - got[0] < len(got[1]):
+            return got[1][j - got[0]]
+        if got is None and j == 0:
+            lo = i - i % _FIRST_GROUP
+            group = [p for p in range(lo, min(lo + _FIRST_GROUP, size)) if p not in cache]
+            count = _FIRST_WORDS
+        else:
+            group, count = [i], _CACHE_WORDS
+        rows = uniforms(stream.words(group, j, count)).tolist()
+        for p, row in zip(group, rows, strict=True):
+            cache[p] = (j, row)
+        return rows[group.index(i)][0]  # type: ignore[no-any-return]
 
     def _check_route(self, src_id: str, dst_id: str, kind: str) -> Agent:
         dst = self.world.agents.get(dst_id)
@@ -214,8 +241,23 @@ class MessageBus:
         slow = float(state.slowdown[i])
         departed = max(now, float(state.uplink_free[i])) + slow * size / link.bandwidth
         state.uplink_free[i] = departed
-        u_latency, u_loss = self._draws(src)
-        latency = slow * float(link.latency.from_uniform(np.array(u_latency)))
+        j = int(state.sent[i])
+        state.sent[i] = j + 1
+        # The j-th message's draws: word j of the sender's streams. A draw nothing reads
+        # is not made (a constant latency, a lossless link), which shifts no other.
+        model = link.latency
+        if type(model) is ConstantLatency:
+            latency = slow * float(model.value)
+        else:
+            ahead = state.latency_words.get(i)  # (the read-ahead block's first position, uniforms)
+            if ahead is not None and 0 <= j - ahead[0] < len(ahead[1]):
+                u = ahead[1][j - ahead[0]]
+            else:
+                u = self._uniform(state.latency, state.latency_words, state.size, i, j)
+            latency = slow * delay(model, u)
+        lost = link.loss > 0.0 and (
+            self._uniform(state.loss, state.loss_words, state.size, i, j) < link.loss
+        )
         mid = world.trace.record_send(src.id, dst_id, type(message).__name__, size, now, departed)
         if self.envelopes is not None and isinstance(payload, bytes):
             self.envelopes[mid] = payload
@@ -223,13 +265,15 @@ class MessageBus:
             world.viewed.append(
                 ViewedMessage(src=src.id, dst=dst_id, send_time=now, message=message)
             )
-        if u_loss < link.loss:
+        if lost:
             world.trace.settle(mid, Status.LOST)
             return
-        event = Arrival(
-            env, departed + latency - now, _InFlight(mid, src, dst, payload, now, departed)
+        Arrival(
+            env,
+            departed + latency - now,
+            _InFlight(mid, src, dst, payload, now, departed),
+            self._arrive,
         )
-        event.callbacks.append(self._arrive)
 
     def inject(
         self, src_id: str, dst_id: str, envelope: bytes, *, kind: str, delay: float = 0.0
@@ -240,7 +284,7 @@ class MessageBus:
         now = float(world.env.now)
         mid = world.trace.record_send(src_id, dst_id, kind, len(envelope), now, now)
         flight = _InFlight(mid, world.agents[src_id], world.agents[dst_id], envelope, now, now)
-        Arrival(world.env, delay, flight).callbacks.append(self._arrive)
+        Arrival(world.env, delay, flight, self._arrive)
 
     def _arrive(self, event: simpy.Event) -> None:
         flight = event.value
@@ -432,7 +476,8 @@ class MessageBus:
             state.uplink_free[i] = float(departed[-1])
         j = int(state.sent[i])
         state.sent[i] = j + idx.size
-        self._word_cache.pop((src.role, i), None)
+        state.latency_words.pop(i, None)  # (read-ahead words this fan-out used up)
+        state.loss_words.pop(i, None)
         u_latency = uniforms(state.latency.words([i], j, idx.size)[0]) if idx.size else np.zeros(0)
         u_loss = uniforms(state.loss.words([i], j, idx.size)[0]) if idx.size else np.zeros(0)
         arrival = now + ((departed + slow * links.latency_from(u_latency)) - now)

@@ -41,10 +41,19 @@ class BatchArrivals:
 
 
 class Arrival(simpy.Event):
-    """An event that fires after ``delay`` ahead of ordinary events at the same time."""
+    """An event that fires after ``delay`` ahead of ordinary events at the same time,
+    calling ``callback`` (if given) first."""
 
-    def __init__(self, env: simpy.Environment, delay: float, value: Any) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        delay: float,
+        value: Any,
+        callback: Callable[[simpy.Event], None] | None = None,
+    ) -> None:
         super().__init__(env)
+        if callback is not None:
+            self.callbacks.append(callback)
         self._ok = True
         self._value = value
         env.schedule(self, URGENT, delay)

@@ -23,6 +23,7 @@ __all__ = [
     "LatencyModel",
     "LogNormalLatency",
     "UniformLatency",
+    "delay",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -30,7 +31,10 @@ FloatArray = npt.NDArray[np.float64]
 
 @runtime_checkable
 class LatencyModel(Protocol):
-    """A distribution of non-negative delays."""
+    """A distribution of non-negative delays. A model may also define ``delay(u)``, the
+    inverse CDF of one uniform as a Python float with the bits of ``from_uniform``'s
+    (every built-in model does; :func:`delay` falls back to ``from_uniform``): the
+    per-message path computes one delay per message."""
 
     def sample(self, rng: np.random.Generator, size: int) -> FloatArray: ...
 
@@ -66,6 +70,10 @@ class ConstantLatency:
     def from_uniform(self, u: FloatArray) -> FloatArray:
         return np.full(np.shape(u), float(self.value))
 
+    def delay(self, u: float) -> float:
+        """:meth:`from_uniform` of one uniform, as a Python float (the same bits)."""
+        return float(self.value)
+
     @property
     def mean(self) -> float:
         return float(self.value)
@@ -91,6 +99,11 @@ class UniformLatency:
 
     def from_uniform(self, u: FloatArray) -> FloatArray:
         return self.low + (self.high - self.low) * np.asarray(u)
+
+    def delay(self, u: float) -> float:
+        """:meth:`from_uniform` of one uniform: the same operations on Python floats
+        (IEEE doubles), so the same bits."""
+        return self.low + (self.high - self.low) * u
 
     @property
     def mean(self) -> float:
@@ -120,6 +133,11 @@ class LogNormalLatency:
 
     def from_uniform(self, u: FloatArray) -> FloatArray:
         return self.shift + self.median * portable.exp(self.sigma * ndtri(np.asarray(u)))
+
+    def delay(self, u: float) -> float:
+        """:meth:`from_uniform` of one uniform: the same ufunc for the normal quantile and
+        :func:`privsim.sim.portable.exp_one` for the exponential, so the same bits."""
+        return self.shift + self.median * portable.exp_one(self.sigma * float(ndtri(u)))
 
     @property
     def mean(self) -> float:
@@ -151,6 +169,20 @@ class EmpiricalLatency:
         i = np.minimum((np.asarray(u) * self._array.size).astype(np.int64), self._array.size - 1)
         return self._array[i]
 
+    def delay(self, u: float) -> float:
+        """:meth:`from_uniform` of one uniform (u ≥ 0, so ``int`` truncates as the cast does)."""
+        return self.samples[min(int(u * len(self.samples)), len(self.samples) - 1)]
+
     @property
     def mean(self) -> float:
         return float(self._array.mean())
+
+
+def delay(model: LatencyModel, u: float) -> float:
+    """One message's delay for its uniform ``u``: the model's scalar ``delay`` when it has
+    one (every built-in model does: the bits of :meth:`~LatencyModel.from_uniform` at a
+    fraction of an array call's overhead), its ``from_uniform`` of a 0-d array otherwise."""
+    one = getattr(model, "delay", None)
+    if one is not None:
+        return float(one(u))
+    return float(model.from_uniform(np.array(u)))

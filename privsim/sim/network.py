@@ -129,20 +129,20 @@ class NetworkModel:
         self.default = default
         self.overrides = overrides
         self.topology: Topology = topology if topology is not None else CompleteTopology()
-        self._by_roles: dict[tuple[str, str], LinkSpec] = {}
+        self._links: dict[tuple[str | None, str, str | None, str], LinkSpec] = {}
         #: Names used by overrides; a party among them may have a link of its own.
         self.named_parties = frozenset(
             {o.source for o in overrides} | {o.target for o in overrides}
         )
 
     def link(self, src: str, src_role: str, dst: str, dst_role: str) -> LinkSpec:
-        if src in self.named_parties or dst in self.named_parties:
-            return self._resolve(src, src_role, dst, dst_role)
-        key = (src_role, dst_role)
-        spec = self._by_roles.get(key)
+        # A party no override names matches none by its name: its link depends on its
+        # role alone, so the resolved links are kept by (named end or None, role) pairs.
+        named = self.named_parties
+        key = (src if src in named else None, src_role, dst if dst in named else None, dst_role)
+        spec = self._links.get(key)
         if spec is None:
-            spec = self._resolve(None, src_role, None, dst_role)
-            self._by_roles[key] = spec
+            spec = self._links[key] = self._resolve(*key)
         return spec
 
     def _resolve(self, src: str | None, src_role: str, dst: str | None, dst_role: str) -> LinkSpec:

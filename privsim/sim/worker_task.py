@@ -7,13 +7,13 @@ packages' ``__init__``. Kept apart from the pool so that a worker imports only t
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.machinery
-import importlib.util
 import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
@@ -49,29 +49,54 @@ _in_worker = False  # set by init_worker: one task at a time, in the main thread
 
 
 def _import_alone(name: str) -> ModuleType:
-    """The module ``name``; in privsim's workers, imported with the packages not
-    imported yet standing in as bare packages (their ``__init__`` not run) while it
-    loads, then removed, so that a later import of a package runs its ``__init__``."""
+    """The module ``name``; in privsim's workers, imported with every package it meets
+    that is not imported yet (its own parents, and those of the modules it imports)
+    standing in as a bare package (its ``__init__`` not run) while it loads, then
+    removed, so that a later import of a package runs its ``__init__``."""
     module = sys.modules.get(name)
     if module is not None or not _in_worker:
         return module or importlib.import_module(name)
-    parts, path, stubs = name.split("."), None, []
+    bare = _BarePackages(name.split(".")[0])
+    sys.meta_path.insert(0, bare)
     try:
-        for i in range(1, len(parts)):
-            package = ".".join(parts[:i])
-            if package in sys.modules:
-                path = sys.modules[package].__path__
-                continue
-            spec = importlib.machinery.PathFinder.find_spec(package, path)
-            if spec is None or spec.submodule_search_locations is None:
-                break  # not a package on the path: import it the usual way
-            sys.modules[package] = importlib.util.module_from_spec(spec)
-            stubs.append(package)
-            path = spec.submodule_search_locations
         return importlib.import_module(name)
     finally:
-        for package in stubs:
+        sys.meta_path.remove(bare)
+        for package in bare.made:
             sys.modules.pop(package, None)
+
+
+class _BarePackages(importlib.abc.MetaPathFinder):
+    """Finds the packages of ``root`` as bare packages (their submodules load as usual)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.made: list[str] = []
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.root and not fullname.startswith(self.root + "."):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.submodule_search_locations is None:
+            return None  # a module (or not ours): imported the usual way
+        spec.loader = _BARE
+        self.made.append(fullname)
+        return spec
+
+
+class _BareLoader(importlib.abc.Loader):
+    """Loads a package without running its ``__init__``."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None  # the default module, with the spec's search path
+
+    def exec_module(self, module: ModuleType) -> None:
+        return None
+
+
+_BARE = _BareLoader()
 
 
 def call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any, int, int, float]:

@@ -220,6 +220,18 @@ def test_auto_delivery_batches_large_rounds_it_can():
     assert resolved(**big, network={"encryption": "aes-gcm"}) == "per_client"
 
 
+def test_the_result_says_which_delivery_ran(monkeypatch):
+    """``auto`` is resolved in the result's details, so a reader of a result file knows
+    how its clients ran (the threshold lowered: the same rule at a test's size)."""
+    import privsim
+    from privsim.protocols.secagg import run as secagg_run
+
+    scenario = make_scenario(protocol="secagg_plus", population={"clients": 60})
+    assert privsim.run(scenario, seed=1).to_dict()["secagg_plus"]["delivery"] == "per_client"
+    monkeypatch.setattr(secagg_run, "BATCHED_FROM_CLIENTS", 50)
+    assert privsim.run(scenario, seed=1).to_dict()["secagg_plus"]["delivery"] == "batched"
+
+
 @pytest.mark.parametrize(
     ("changes", "named"),
     [

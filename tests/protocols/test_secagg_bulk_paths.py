@@ -11,7 +11,15 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from privsim.kit import shamir
 from privsim.kit.secagg import bulk, sharing
-from privsim.kit.secagg.crypto import expand, keystream, keystreams, seal_batch, seal_share
+from privsim.kit.secagg.crypto import (
+    KeyPair,
+    agree,
+    expand,
+    keystream,
+    keystreams,
+    seal_batch,
+    seal_share,
+)
 from privsim.kit.secagg.maths import RECORD_BYTES
 
 P = shamir.PRIME
@@ -27,6 +35,54 @@ def test_a_batch_seals_each_record_as_seal_share_does():
         for u, v, k, p in zip(senders, receivers, keys, plain, strict=True)
     )
     assert seal_batch(senders, receivers, keys.tobytes(), plain.tobytes(), RECORD_BYTES) == want
+
+
+def test_a_pairs_two_shares_sealed_under_its_one_key_are_seal_shares():
+    """u's share for v and v's for u use the pair's one key (the batch sets it up once):
+    each is still the ciphertext of its own nonce and ids."""
+    rng = np.random.default_rng(2)
+    key = rng.integers(0, 256, 16, dtype=np.uint8)
+    other = rng.integers(0, 256, 16, dtype=np.uint8)
+    senders, receivers = [4, 1, 4, 2], [1, 4, 2, 4]
+    keys = np.stack([key, key, other, other])
+    plain = rng.integers(0, 256, (4, RECORD_BYTES), dtype=np.uint8)
+    want = b"".join(
+        seal_share(AESGCM(k.tobytes()), u, v, p.tobytes())
+        for u, v, k, p in zip(senders, receivers, keys, plain, strict=True)
+    )
+    assert seal_batch(senders, receivers, keys.tobytes(), plain.tobytes(), RECORD_BYTES) == want
+
+
+def test_the_books_x25519_is_cryptographys_from_both_ends():
+    """The book's key pairs and agreements (libsodium) are those of the one-at-a-time
+    primitives (OpenSSL through ``cryptography``), and a pair's value is the same from
+    either end (the Diffie–Hellman symmetry the book computes each pair once by)."""
+    rng = np.random.default_rng(3)
+    secrets = rng.integers(0, 256, (6, 32), dtype=np.uint8)
+    publics = bulk.public_keys(secrets)
+    for row, public in zip(secrets, publics, strict=True):
+        assert KeyPair.from_secret(row.tobytes()).public == public.tobytes()
+    lo, hi = np.array([0, 0, 2, 5]), np.array([1, 3, 4, 1])
+    forward = bulk.agreements(b"s", secrets[lo], publics[hi])
+    backward = bulk.agreements(b"s", secrets[hi], publics[lo])
+    assert forward.tobytes() == backward.tobytes()
+    for i, (a, b) in enumerate(zip(lo, hi, strict=True)):
+        assert forward[i].tobytes() == agree(secrets[a].tobytes(), publics[b].tobytes(), b"s")
+    assert bulk.agreements(b"c", secrets[lo], publics[hi]).tobytes() != forward.tobytes()
+
+
+@pytest.mark.parametrize("width", [0, 5, 31, 33])
+def test_key_rows_of_another_length_never_reach_libsodium(width):
+    """libsodium reads 32 bytes from a key's buffer whatever its length: a row of any
+    other length is refused before it is read."""
+    short = np.zeros((2, width), dtype=np.uint8)
+    good = np.ones((2, 32), dtype=np.uint8)
+    with pytest.raises(ValueError, match="rows of 32 bytes"):
+        bulk.public_keys(short)
+    with pytest.raises(ValueError, match="rows of 32 bytes"):
+        bulk.agreements(b"s", short, good)
+    with pytest.raises(ValueError, match="rows of 32 bytes"):
+        bulk.agreements(b"s", good, short)
 
 
 def test_keystreams_are_each_seeds_keystream_end_to_end():

@@ -54,3 +54,39 @@ def test_inverse_cdfs_used_by_the_bus():
         np.random.default_rng(9).random(100_000)
     )
     assert stats.kstest(np.log(x / 0.05) / 0.6, "norm").pvalue > 1e-3
+
+
+class _ArrayOnly:
+    """A user's model with ``from_uniform`` alone (no scalar ``delay``)."""
+
+    mean = 0.1
+
+    def sample(self, rng, size):
+        return np.full(size, 0.1)
+
+    def from_uniform(self, u):
+        return 0.1 + 2.0 * np.asarray(u)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        ConstantLatency(value=0.3),
+        UniformLatency(low=0.01, high=0.2),
+        LogNormalLatency(median=0.05, sigma=0.6, shift=0.001),
+        LogNormalLatency(median=0.002, sigma=2.5),
+        EmpiricalLatency(samples=(0.01, 0.05, 0.3, 0.07)),
+        _ArrayOnly(),
+    ],
+)
+def test_one_messages_delay_has_the_bits_of_the_array_path(model):
+    """The bus computes one message's delay on Python floats (``delay``); it must be the
+    array path's value to the bit, for uniforms across [0, 1) and at its edges (the
+    batched path computes the same messages' delays as arrays)."""
+    from privsim.sim.latency import delay
+
+    rng = np.random.default_rng(11)
+    u = np.concatenate([[0.0, 2.0**-53, 1e-300, 0.5, 1.0 - 2.0**-53], rng.random(2000)])
+    want = np.asarray(model.from_uniform(u), dtype=np.float64)
+    got = np.array([delay(model, float(x)) for x in u])
+    assert got.tobytes() == want.tobytes()

@@ -90,6 +90,39 @@ def test_a_task_given_alone_is_imported_without_its_packages_init():
     assert "privsim.kit.secagg.round" not in loaded
 
 
+def _loaded_alone(name: str) -> list[str]:
+    """In a worker: the modules loaded once ``name`` is imported as a task's module."""
+    from privsim.sim import worker_task
+
+    worker_task._import_alone(name)
+    return sorted(sys.modules)
+
+
+def _loaded_by_import(name: str) -> list[str]:
+    """In a worker: the modules loaded once ``name`` is imported the usual way."""
+    import importlib
+
+    importlib.import_module(name)
+    return sorted(sys.modules)
+
+
+def test_a_tasks_module_loads_none_of_the_package_inits_it_meets():
+    """A batched SecAgg round's shard tasks import the integer noise samplers: the
+    samplers' package ``__init__`` (its accountant, and with it dp-accounting and SciPy)
+    is not run in the worker, only the modules the task needs."""
+    workers.Pool.local(1).close(abort=True)  # a fresh worker
+    pool = workers.Pool.local(1)
+    try:
+        loaded = pool.submit(_loaded_alone, "privsim.kit.secagg.shard").result(timeout=60)
+        later = pool.submit(_loaded_by_import, "privsim.kit.intnoise").result(timeout=60)
+    finally:
+        pool.close(abort=True)
+    assert "privsim.kit.intnoise.samplers" in loaded
+    assert "privsim.kit.intnoise" not in loaded
+    assert not any(m.split(".")[0] in ("dp_accounting", "scipy", "pandas") for m in loaded)
+    assert "privsim.kit.intnoise.accounting" in later  # a later import runs the __init__
+
+
 def test_the_worker_count_is_checked(monkeypatch):
     monkeypatch.setenv(workers.ENV, "3")
     assert workers.workers() == 3

@@ -223,8 +223,11 @@ def _first_t(owners: I64, holders: I64, rows: U64, t: int) -> tuple[I64, U64]:
     than t shares are left out): (owners, secret words)."""
     order = np.lexsort((holders, owners))
     owners, holders, rows = owners[order], holders[order], rows[order]
-    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if owners.size else owners
-    counts = np.diff(np.r_[starts, owners.size])
+    first = np.empty(owners.size + 1, dtype=bool)  # where each owner's run of shares starts
+    first[0] = first[-1] = True  # (and where the last one ends)
+    np.not_equal(owners[1:], owners[:-1], out=first[1:-1])
+    bounds = np.flatnonzero(first)
+    starts, counts = bounds[:-1], bounds[1:] - bounds[:-1]
     rank = np.arange(owners.size) - np.repeat(starts, counts)
     full = np.repeat(counts >= t, counts) & (rank < t)
     owners, holders, rows = owners[full], holders[full], rows[full]

@@ -2,7 +2,11 @@
 at once (Bonawitz et al. 2017, Figure 4; the primitives of :mod:`.crypto`).
 
 These functions take and return plain arrays, so that they can run on worker processes
-(:mod:`.pool`); every value is the one a client's behaviour would compute alone:
+(:mod:`.pool`); every value is the one a client's behaviour would compute alone. X25519
+is libsodium's here (PyNaCl, on raw 32-byte keys: its fixed-base multiplication makes a
+public key in about half the time of a key object of ``cryptography``'s, which computes
+one when it is loaded), the same function of the same bytes as :func:`~.crypto.agree`
+(RFC 7748; the tests check the two against each other):
 
 - :func:`public_keys`: s^PK = X25519(s^SK, 9) (RFC 7748, the base point), per row;
 - :func:`agreements`: KA.agree(s_u^SK, s_v^PK) = SHA-256(label ‖ X25519(s_u^SK, s_v^PK))
@@ -18,12 +22,11 @@ These functions take and return plain arrays, so that they can run on worker pro
 
 from __future__ import annotations
 
-import functools
 import hashlib
 
 import numpy as np
 import numpy.typing as npt
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from nacl.bindings import crypto_scalarmult, crypto_scalarmult_base
 
 from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, TAG_BYTES, keystreams, seal_batch
 from privsim.kit.secagg.maths import RECORD_BYTES
@@ -35,37 +38,22 @@ U8 = npt.NDArray[np.uint8]
 
 def public_keys(secrets: U8) -> U8:
     """Row i: the X25519 public key of the 32 secret bytes of row i (shape (m, 32))."""
-    out = np.empty((secrets.shape[0], KEY_BYTES), dtype=np.uint8)
-    for i, raw in enumerate(_rows(secrets)):
-        sk = _private_key(raw)
-        out[i] = np.frombuffer(sk.public_key().public_bytes_raw(), dtype=np.uint8)
-    return out
-
-
-@functools.lru_cache(maxsize=4096)
-def _private_key(raw: bytes) -> X25519PrivateKey:
-    """The key object of 32 secret bytes, built once per process for a round's recent
-    keys (a small round's agreements reuse the objects its public keys were made with;
-    the object is a pure function of the bytes)."""
-    return X25519PrivateKey.from_private_bytes(raw)
+    _check_keys("secrets", secrets)
+    publics = b"".join([crypto_scalarmult_base(raw) for raw in _rows(secrets)])
+    return np.frombuffer(publics, dtype=np.uint8).reshape(-1, KEY_BYTES).copy()
 
 
 def agreements(label: bytes, secrets: U8, publics: U8) -> U8:
-    """Row i: KA.agree(secrets[i], publics[i]) with ``label`` (shape (m, 16)); a run of
-    equal secrets (one client's pairs) builds its private key once."""
+    """Row i: KA.agree(secrets[i], publics[i]) with ``label`` (shape (m, 16))."""
+    _check_keys("secrets", secrets)
+    _check_keys("publics", publics)
+    if secrets.shape[0] != publics.shape[0]:
+        raise ValueError(f"{secrets.shape[0]} secrets for {publics.shape[0]} public keys")
     sha = hashlib.sha256
-    last: bytes | None = None
-    sk: X25519PrivateKey | None = None
-    peers: dict[bytes, X25519PublicKey] = {}  # a peer's key object, built once per task
-    values: list[bytes] = []
-    for raw, peer in zip(_rows(secrets), _rows(publics), strict=True):
-        if raw != last:
-            sk, last = _private_key(raw), raw
-        assert sk is not None
-        pk = peers.get(peer)
-        if pk is None:
-            pk = peers[peer] = X25519PublicKey.from_public_bytes(peer)
-        values.append(sha(label + sk.exchange(pk)).digest()[:SEED_BYTES])
+    values = [
+        sha(label + crypto_scalarmult(raw, peer)).digest()[:SEED_BYTES]
+        for raw, peer in zip(_rows(secrets), _rows(publics), strict=True)
+    ]
     return np.frombuffer(b"".join(values), dtype=np.uint8).reshape(-1, SEED_BYTES)
 
 
@@ -147,6 +135,13 @@ def mask_sums(
             terms = streams[:, :nbytes].view(word)[at] * block.astype(dtype).reshape(-1, 1)
             out[r : r + rows] += terms.reshape(*block.shape, dimension).sum(axis=1, dtype=dtype)
     return out
+
+
+def _check_keys(name: str, keys: U8) -> None:
+    """Rows of 32 bytes each (libsodium reads 32 bytes from each row's buffer, whatever
+    its length: a shorter row must never reach it)."""
+    if np.ndim(keys) != 2 or np.shape(keys)[1] != KEY_BYTES:
+        raise ValueError(f"{name} must be rows of {KEY_BYTES} bytes, got shape {np.shape(keys)}")
 
 
 def _rows(a: U8) -> list[bytes]:

@@ -86,14 +86,17 @@ def seal_batch(
     plaintext i from ``senders[i]`` to ``receivers[i]`` under the i-th 16-byte key of
     ``keys``, concatenated."""
     nonce, pack, key = _NONCE, _IDS.pack, SEED_BYTES
-    return b"".join(
-        [
-            AESGCM(keys[key * i : key * (i + 1)]).encrypt(
-                nonce[u < v], blob[size * i : size * (i + 1)], pack(u, v)
-            )
-            for i, (u, v) in enumerate(zip(senders, receivers, strict=True))
-        ]
-    )
+    # u's share for v and v's for u are sealed under the pair's one key (with different
+    # nonces): each key's cipher is set up once
+    ciphers: dict[bytes, AESGCM] = {}
+    out = []
+    for i, (u, v) in enumerate(zip(senders, receivers, strict=True)):
+        k = keys[key * i : key * (i + 1)]
+        cipher = ciphers.get(k)
+        if cipher is None:
+            cipher = ciphers[k] = AESGCM(k)
+        out.append(cipher.encrypt(nonce[u < v], blob[size * i : size * (i + 1)], pack(u, v)))
+    return b"".join(out)
 
 
 def open_share(cipher: AESGCM, sender: int, receiver: int, ciphertext: bytes) -> bytes:

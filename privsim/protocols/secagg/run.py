@@ -340,6 +340,8 @@ def _details(sim: Simulation) -> dict[str, Any]:
         "keys_reconstructed": out.keys_reconstructed,
         "key_agreements": sim.keys.agreements,
         "noise": "none" if sim.noise is None else sim.noise.kind,
+        # how the clients ran: the resolved secagg.delivery (``auto`` says which it chose)
+        "delivery": delivery(sim.scenario),
         # the released vector itself, when small enough to keep in the result
         "released_sum": None
         if out.released is None or out.released.size > RELEASED_IN_RESULT
