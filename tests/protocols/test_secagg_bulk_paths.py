@@ -25,32 +25,28 @@ from privsim.kit.secagg.maths import RECORD_BYTES
 P = shamir.PRIME
 
 
-def test_a_batch_seals_each_record_as_seal_share_does():
-    rng = np.random.default_rng(1)
-    senders, receivers = [3, 9, 9, 0], [7, 2, 9, 1]
-    keys = rng.integers(0, 256, (4, 16), dtype=np.uint8)
-    plain = rng.integers(0, 256, (4, RECORD_BYTES), dtype=np.uint8)
+def _seals_as_seal_share(senders: list[int], receivers: list[int], keys: np.ndarray) -> None:
+    """The batch's ciphertexts are :func:`seal_share`'s, one record at a time."""
+    plain = np.random.default_rng(len(senders)).integers(
+        0, 256, (len(senders), RECORD_BYTES), dtype=np.uint8
+    )
     want = b"".join(
         seal_share(AESGCM(k.tobytes()), u, v, p.tobytes())
         for u, v, k, p in zip(senders, receivers, keys, plain, strict=True)
     )
     assert seal_batch(senders, receivers, keys.tobytes(), plain.tobytes(), RECORD_BYTES) == want
+
+
+def test_a_batch_seals_each_record_as_seal_share_does():
+    keys = np.random.default_rng(1).integers(0, 256, (4, 16), dtype=np.uint8)
+    _seals_as_seal_share([3, 9, 9, 0], [7, 2, 9, 1], keys)
 
 
 def test_a_pairs_two_shares_sealed_under_its_one_key_are_seal_shares():
     """u's share for v and v's for u use the pair's one key (the batch sets it up once):
     each is still the ciphertext of its own nonce and ids."""
-    rng = np.random.default_rng(2)
-    key = rng.integers(0, 256, 16, dtype=np.uint8)
-    other = rng.integers(0, 256, 16, dtype=np.uint8)
-    senders, receivers = [4, 1, 4, 2], [1, 4, 2, 4]
-    keys = np.stack([key, key, other, other])
-    plain = rng.integers(0, 256, (4, RECORD_BYTES), dtype=np.uint8)
-    want = b"".join(
-        seal_share(AESGCM(k.tobytes()), u, v, p.tobytes())
-        for u, v, k, p in zip(senders, receivers, keys, plain, strict=True)
-    )
-    assert seal_batch(senders, receivers, keys.tobytes(), plain.tobytes(), RECORD_BYTES) == want
+    key, other = np.random.default_rng(2).integers(0, 256, (2, 16), dtype=np.uint8)
+    _seals_as_seal_share([4, 1, 4, 2], [1, 4, 2, 4], np.stack([key, key, other, other]))
 
 
 def test_the_books_x25519_is_cryptographys_from_both_ends():
