@@ -337,7 +337,12 @@ def _row(cell: Cell, t: Timing) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dimension", type=int, default=100, help="vector length d")
-    parser.add_argument("--dropout", type=float, default=0.1, help="fraction of clients offline")
+    parser.add_argument(
+        "--dropout",
+        type=float,
+        default=0.1,
+        help="fraction of clients that drop after sharing their keys",
+    )
     parser.add_argument("--rounds", type=int, default=6, help="Flower rounds per N (>= 2)")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="N values")
     parser.add_argument("--large", action="store_true", help=f"also privsim at N = {LARGE}")
