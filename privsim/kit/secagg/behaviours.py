@@ -50,7 +50,7 @@ from privsim.kit.secagg.sharing import ShareBook, interpolate_at_zero, words_to_
 from privsim.sim.agent import Agent, Behaviour
 from privsim.sim.messages import Message
 
-__all__ = ["ClientInput", "SecAggPlan", "client", "server"]
+__all__ = ["ClientInput", "SecAggPlan", "client", "live_mask", "server"]
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -239,7 +239,8 @@ def _first_t(owners: I64, holders: I64, rows: U64, t: int) -> tuple[I64, U64]:
     return owners[::t], secret
 
 
-def _live(n: int, members: I64) -> npt.NDArray[np.bool_]:
+def live_mask(n: int, members: I64) -> npt.NDArray[np.bool_]:
+    """alive[u]: whether client u is among ``members`` (a live set U_r)."""
     alive = np.zeros(n, dtype=bool)
     alive[members] = True
     return alive
@@ -268,7 +269,7 @@ class RoundLog:
                 f"no client's message reached the server (0 of {n} clients live: every "
                 "client absent, crashed or its messages lost)",
             )
-        short, fewest = short_of_threshold(self.graph, t, owners, _live(n, alive))
+        short, fewest = short_of_threshold(self.graph, t, owners, live_mask(n, alive))
         if not short:
             return None
         return self._aborted(
@@ -322,7 +323,7 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     u1 = np.array(sorted(keys), dtype=np.int64)
     if (stop := check(Stage.ADVERTISE_KEYS, u1, u1)) is not None:
         return stop
-    alive = _live(n, u1)
+    alive = live_mask(n, u1)
     for u in u1.tolist():
         peers = graph.neighbours(u)
         peers = peers[alive[peers]]
@@ -343,7 +344,7 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     u2 = np.array(sorted(up), dtype=np.int64)
     if (stop := check(Stage.SHARE_KEYS, u2, u2)) is not None:
         return stop
-    alive = _live(n, u2)
+    alive = live_mask(n, u2)
     senders = np.concatenate([np.full(up[u].peers.size, u, dtype=np.int64) for u in u2.tolist()])
     receivers = np.concatenate([up[u].peers for u in u2.tolist()])
     blobs = np.frombuffer(b"".join(up[u].ciphertexts for u in u2.tolist()), dtype=np.uint8)
@@ -367,7 +368,7 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     u3 = np.array(sorted(masked), dtype=np.int64)
     if (stop := check(Stage.MASKED_INPUT, u2, u3)) is not None:
         return stop
-    alive3 = _live(n, u3)
+    alive3 = live_mask(n, u3)
     total = np.zeros(plan.dimension, dtype=np.uint64)
     for u in u3.tolist():
         total += masked[u].values.astype(np.uint64)

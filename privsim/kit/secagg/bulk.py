@@ -29,7 +29,7 @@ import numpy.typing as npt
 from nacl.bindings import crypto_scalarmult, crypto_scalarmult_base
 
 from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, TAG_BYTES, keystreams, seal_batch
-from privsim.kit.secagg.maths import RECORD_BYTES
+from privsim.kit.secagg.maths import RECORD_BYTES, pack_records
 
 __all__ = ["agreements", "mask_dtype", "mask_sums", "public_keys", "seal_shares"]
 
@@ -68,10 +68,7 @@ def seal_shares(
     ``shares`` (m, k, w) and the encryption keys ``keys`` (m, k, 16)."""
     m, k = peers.shape
     senders = np.broadcast_to(np.asarray(owners, dtype=np.int64)[:, None], (m, k))
-    # every row's records at once: u ‖ v ‖ share words, little-endian (pack_records)
-    ids = np.stack([senders, peers], axis=2).astype("<i8")
-    words = np.ascontiguousarray(shares, dtype="<u8")
-    records = np.concatenate([ids.view(np.uint8), words.view(np.uint8)], axis=2)
+    records = pack_records(senders.ravel(), peers.ravel(), shares.reshape(m * k, -1))
     sealed = seal_batch(
         senders.ravel().tolist(),
         peers.ravel().tolist(),

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from privsim.kit.secagg.behaviours import ClientInput
-from privsim.kit.secagg.maths import encode_inputs, encode_integers
+from privsim.kit.secagg.maths import encode
 from privsim.kit.secagg.noise import Noise
 
 __all__ = ["INPUT_BLOCK_ELEMENTS", "Rows", "client_inputs"]
@@ -89,8 +89,6 @@ def client_inputs(
             waiting.update((start + j, row.copy()) for j, row in enumerate(got))
         z = waiting.pop(index)
         eta = zero if noise is None else noise.sample(rng(), dimension)
-        if z.dtype.kind == "f":
-            return z, eta, encode_inputs(z, fraction_bits, bits, eta)
-        return z, eta, encode_integers(z, bits, eta)
+        return z, eta, encode(z, fraction_bits, bits, eta)
 
     return inputs

@@ -86,6 +86,20 @@ PAIRS_PER_TASK = 16384
 SHARD_WORK = 1 << 16
 
 
+def _deltas(neighbours: I64, owners: I64 | int) -> I64:
+    """Δ_{u,v} = +1 if u > v else −1, for each owner u (an index, or one per row of
+    ``neighbours``) and each of its neighbours v."""
+    u = np.asarray(owners)
+    return np.where(neighbours < (u[:, None] if u.ndim else u), 1, -1)
+
+
+def _holder_slots(neighbours: I64, owners: I64) -> I64:
+    """Where each neighbour v of each owner u sits among u's holders H(u) = N(u) ∪ {u}
+    (both sorted): its place among the neighbours, one further past u itself."""
+    k = neighbours.shape[1]
+    return np.arange(k, dtype=np.int64)[None, :] + (neighbours > owners[:, None])
+
+
 def neighbour_matrix(graph: Graph) -> I64:
     """Row u: the k neighbours of client u, sorted (the complete graph included)."""
     if not graph.complete:
@@ -176,15 +190,16 @@ class KeyBook:
             step = KEYS_PER_TASK
             spans = [slice(a, min(a + step, n)) for a in range(0, n, step)]
             publics = {k: np.empty((n, KEY_BYTES), dtype=np.uint8) for k in self._sk}
-            for kind, sk in self._sk.items():
-                windowed(
-                    ex,
-                    "public_keys",
-                    ((s, (sk[s],)) for s in spans),
-                    publics[kind].__setitem__,
-                )
-            if self._shares is not None:
-                self._shares.table()  # the Shamir shares, made here while the workers work
+
+            def key_tasks() -> Iterator[tuple[tuple[bytes, slice], tuple[U8]]]:
+                for kind, sk in self._sk.items():
+                    yield from (((kind, s), (sk[s],)) for s in spans)
+                    if kind == b"c" and self._shares is not None:
+                        self._shares.table()  # the Shamir shares, made while workers work
+
+            windowed(
+                ex, "public_keys", key_tasks(), lambda at, r: publics[at[0]].__setitem__(at[1], r)
+            )
             self._publics.set_result(publics)
             c_values = self._agreed(b"c", publics)
             self._values[b"c"].set_result(c_values)
@@ -195,7 +210,7 @@ class KeyBook:
             if not self.precomputes_masks:
                 self._masks.set_result(None)
                 return
-            signs = np.where(self._nb < np.arange(n)[:, None], 1, -1).astype(np.int8)
+            signs = _deltas(self._nb, np.arange(n)).astype(np.int8)
             per = max(1, EXPANSIONS_PER_TASK // max(1, self._nb.shape[1] + 1))
             sums = [
                 ex.submit(
@@ -238,7 +253,7 @@ class KeyBook:
         for a in range(0, n, per):
             span = slice(a, min(a + per, n))
             rows = np.arange(span.start, span.stop, dtype=np.int64)[:, None]
-            slot = np.arange(k, dtype=np.int64)[None, :] + (self._nb[span] > rows)  # v in H(u)
+            slot = _holder_slots(self._nb[span], rows[:, 0])  # v in H(u)
             tasks.append(
                 self._executor.submit(
                     "seal_shares",
@@ -313,7 +328,7 @@ class KeyBook:
         missing = np.flatnonzero(~present)
         if missing.size:
             values = self._values[b"s"].result()[self._edge[me, missing]]
-            sign = np.where(row[missing] < me, 1, -1).astype(np.int8)
+            sign = _deltas(row[missing], me).astype(np.int8)
             less = bulk.mask_sums(None, values[None], sign[None], *self._shape)[0]
             out -= less.astype(np.uint64)
         return out
@@ -430,7 +445,7 @@ class KeyBook:
         def calls() -> Iterator[tuple[Any, ...]]:
             for shard in self._shards(clients, self._nb.shape[1] + 1):
                 nb = self._nb[shard]
-                signs = np.where(nb < shard[:, None], 1, -1) * present[nb]
+                signs = _deltas(nb, shard) * present[nb]
                 yield self._b[shard], values[self._edge[shard]], signs.astype(np.int8), *self._shape
 
         return self.sum_in_background("mask_total", calls())
@@ -446,7 +461,7 @@ class KeyBook:
         def calls() -> Iterator[tuple[Any, ...]]:
             for shard in self._shards(clients, 2 * self._nb.shape[1]):
                 nb = self._nb[shard]
-                slot = np.arange(nb.shape[1], dtype=np.int64)[None, :] + (nb > shard[:, None])
+                slot = _holder_slots(nb, shard)
                 rows = shares.rows(shard)
                 yield (
                     shard,

@@ -14,6 +14,8 @@ so the pairwise masks of two survivors cancel in Σ y_u, and the server removes 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -69,6 +71,14 @@ def encode_integers(x: npt.NDArray[np.integer], bits: int, noise: npt.NDArray[np
     return ints.astype(np.uint64) & modulus_mask(bits)
 
 
+def encode(z: npt.NDArray[Any], fraction_bits: int, bits: int, noise: npt.NDArray[np.int64]) -> U64:
+    """x_u mod 2^b of a client's row: real rows in fixed point (:func:`encode_inputs`),
+    integer rows as they are (:func:`encode_integers`), with the noise share added."""
+    if z.dtype.kind == "f":
+        return encode_inputs(z, fraction_bits, bits, noise)
+    return encode_integers(z, bits, noise)
+
+
 def decode_sum(total: U64, fraction_bits: int, bits: int) -> npt.NDArray[np.float64]:
     """The signed integer sum (residues ≥ 2^(b−1) are negative) divided by 2^f."""
     total = np.asarray(total, dtype=np.uint64) & modulus_mask(bits)
@@ -88,9 +98,10 @@ def apply_mask(acc: U64, seed: bytes, sign: int, bits: int) -> None:
 
 
 def pack_records(
-    sender: int, receivers: npt.NDArray[np.int64], shares: U64
+    sender: int | npt.NDArray[np.int64], receivers: npt.NDArray[np.int64], shares: U64
 ) -> npt.NDArray[np.uint8]:
-    """Row j: u ‖ v_j ‖ share words, little-endian (the plaintext of e_{u,v_j})."""
+    """Row j: u ‖ v_j ‖ share words, little-endian (the plaintext of e_{u,v_j}); one
+    sender for all rows, or one per row."""
     ids = np.empty((receivers.size, 2), dtype="<i8")
     ids[:, 0], ids[:, 1] = sender, receivers
     words = np.ascontiguousarray(shares, dtype="<u8")

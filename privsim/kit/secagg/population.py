@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
-from privsim.kit.secagg.behaviours import RoundLog, SecAggPlan
+from privsim.kit.secagg.behaviours import RoundLog, SecAggPlan, live_mask
 from privsim.kit.secagg.crypto import KEY_BYTES, SEED_BYTES, TAG_BYTES
 from privsim.kit.secagg.keybook import KeyBook
 from privsim.kit.secagg.maths import (
@@ -238,7 +238,7 @@ def server_population(agent: Agent, plan: SecAggPlan, inputs: InputShards) -> Be
     if any(p in world.coalition for p in round_parties):
         raise ValueError(
             "a batched SecAgg round keeps no coalition view: a round with a colluding "
-            "server or client runs per client (delivery = 'per_message')"
+            "server or client runs per client (delivery = 'per_client')"
         )
     clients = _Clients(agent, plan, 10.0 * plan.round_timeout)
     try:
@@ -257,12 +257,6 @@ def _collect(agent: Agent, plan: SecAggPlan, kind: type[Message], count: int) ->
     return np.sort(got.senders - plan.first)
 
 
-def _live(n: int, members: I64) -> Mask:
-    alive = np.zeros(n, dtype=bool)
-    alive[members] = True
-    return alive
-
-
 def _rounds(agent: Agent, plan: SecAggPlan, clients: _Clients, inputs: InputShards) -> Any:
     """The four rounds; the outcome."""
     n, graph, keys, bus = len(plan.clients), plan.graph, plan.keys, agent.world.bus
@@ -277,7 +271,7 @@ def _rounds(agent: Agent, plan: SecAggPlan, clients: _Clients, inputs: InputShar
     u1 = yield from _collect(agent, plan, AdvertiseKeys, n)
     if (stop := log.close(agent, Stage.ADVERTISE_KEYS, u1, u1)) is not None:
         return stop
-    alive1 = _live(n, u1)
+    alive1 = live_mask(n, u1)
     listed = alive1[nb[u1]].sum(axis=1)  # |N(u) ∩ U1|: each Directory's entries
     sent = bus.scatter_batch(
         agent, "client", u1 + plan.first, Directory, sizes.directory.of(listed), _no_view
@@ -291,7 +285,7 @@ def _rounds(agent: Agent, plan: SecAggPlan, clients: _Clients, inputs: InputShar
     u2 = yield from _collect(agent, plan, EncryptedShares, u1.size)
     if (stop := log.close(agent, Stage.SHARE_KEYS, u2, u2)) is not None:
         return stop
-    alive2 = _live(n, u2)
+    alive2 = live_mask(n, u2)
     came = alive2[nb[u2]].sum(axis=1)
     sent = bus.scatter_batch(
         agent, "client", u2 + plan.first, EncryptedShares, sizes.shares.of(came), _no_view
@@ -314,7 +308,7 @@ def _rounds(agent: Agent, plan: SecAggPlan, clients: _Clients, inputs: InputShar
         masks = keys.mask_totals(u3, alive2)
         summed = inputs.total(keys, plan, u3)
     total = summed.result() + masks.result()
-    alive3 = _live(n, u3)
+    alive3 = live_mask(n, u3)
     holders = plan.book.holders
     sent = bus.scatter_batch(
         agent,
@@ -332,7 +326,7 @@ def _rounds(agent: Agent, plan: SecAggPlan, clients: _Clients, inputs: InputShar
     u5 = yield from _collect(agent, plan, UnmaskShares, u3.size)
     if (stop := log.close(agent, Stage.UNMASKING, u2, u5)) is not None:
         return stop
-    alive5 = _live(n, u5)
+    alive5 = live_mask(n, u5)
     dropped = u2[~alive3[u2]]
     b_owners, b_words, b_short = _rebuild(u3, plan.book, alive5, plan.threshold, B_WORDS)
     s_owners, s_words, s_short = _rebuild(dropped, plan.book, alive5, plan.threshold, None)

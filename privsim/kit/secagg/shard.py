@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from privsim.kit.intnoise.samplers import sample_share
 from privsim.kit.secagg.bulk import mask_sums
 from privsim.kit.secagg.crypto import open_share, seal_share
-from privsim.kit.secagg.maths import encode_inputs, encode_integers, pack_records
+from privsim.kit.secagg.maths import encode, pack_records
 from privsim.sim.streams import Streams
 
 __all__ = ["input_total", "mask_total", "seal_and_open"]
@@ -51,10 +51,7 @@ def input_total(
         kind, parameter = noise
         for i, name in enumerate(names):
             eta[i] = sample_share(kind, parameter, streams.fresh("agent", name, "noise"), dimension)
-    if rows.dtype.kind == "f":
-        x = encode_inputs(rows, fraction_bits, bits, eta)
-    else:
-        x = encode_integers(rows, bits, eta)
+    x = encode(rows, fraction_bits, bits, eta)
     return x.sum(axis=0, dtype=np.uint64)  # type: ignore[no-any-return]
 
 
@@ -85,6 +82,7 @@ def seal_and_open(
     its own cipher and reads back u's record. Returns the number of shares sealed;
     raises ValueError if a record does not come back as it was sealed."""
     sealed = 0
+    ciphers: dict[bytes, AESGCM] = {}  # u's share for v and v's for u: the pair's one key
     for i, owner in enumerate(owners.tolist()):
         cols = np.flatnonzero(present[i])
         if cols.size == 0:
@@ -93,9 +91,12 @@ def seal_and_open(
         records = pack_records(owner, to, shares[i, cols])
         for j, v in enumerate(to.tolist()):
             key = keys[i, cols[j]].tobytes()
+            cipher = ciphers.get(key)
+            if cipher is None:
+                cipher = ciphers[key] = AESGCM(key)
             plain = records[j].tobytes()
-            ciphertext = seal_share(AESGCM(key), owner, v, plain)
-            if open_share(AESGCM(key), owner, v, ciphertext) != plain:
+            ciphertext = seal_share(cipher, owner, v, plain)
+            if open_share(cipher, owner, v, ciphertext) != plain:
                 raise ValueError(f"client {v} opened a share of client {owner} that differs")
         sealed += int(cols.size)
     return sealed

@@ -90,7 +90,9 @@ class ServerThreshold(Trust):
         threshold: int,
         holders: npt.ArrayLike = (),
     ) -> ServerThreshold:
-        rows = np.array(holders, dtype=np.int64)
+        # a read-only view, not a copy (N·(k+1) words: 0.3 GB at 10^6 clients): the
+        # caller's array (a fresh holder matrix) is the trust's from here on
+        rows = np.asarray(holders, dtype=np.int64).view()
         if rows.size == 0:
             rows = _NO_HOLDERS
         rows.flags.writeable = False
