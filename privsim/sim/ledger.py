@@ -99,7 +99,8 @@ from privsim.sim.integer_bounds import (
     rdp_to_epsilon,
 )
 from privsim.sim.names import Picked
-from privsim.sim.sampling import Sampling
+from privsim.sim.sampling import Sampling, SamplingKind
+from privsim.sim.share_pair import SampledSharesGaussianDpEvent
 
 __all__ = [
     "PURE_MARGIN",
@@ -238,6 +239,14 @@ class NoiseShares:
     independent noise added to that sum (post-processing). The two differ only for the
     discrete Gaussian with σ_i below about 1, where the bound's τ term grows with n.
 
+    ``sampled_own_share`` (``gaussian`` shares on a Poisson sample, add/remove-one): a
+    contributor that is not in the data set is never sampled and adds no share, so the
+    release has H honest shares with the target in and H − 1 without; the two sides
+    differ in variance on each of the release's ``dimension`` coordinates, and the
+    release is the exact pair of :class:`~privsim.sim.share_pair.
+    SampledSharesGaussianDpEvent` (:meth:`pair`), never a Gaussian of H − 1 shares on
+    both sides. Before it is settled its honest count is the plan's ``needed``.
+
     Why numbers and a module in ``sim/`` rather than a callable into the kit: the ledger
     must not import the protocol kit, the event must pickle for sweeps and compare by
     value, and the kit's accountant calls the same functions, so H = ``needed`` gives
@@ -250,6 +259,8 @@ class NoiseShares:
     uncredited: int = 1
     needed: int = 0
     integer: IntegerShares | None = None
+    sampled_own_share: bool = False
+    dimension: int = 1
 
     def __post_init__(self) -> None:
         if self.kind not in ("gaussian", "gamma-laplace", "threshold", "integer"):
@@ -259,6 +270,23 @@ class NoiseShares:
             )
         if (self.kind == "integer") != (self.integer is not None):
             raise ValueError("'integer' noise shares need the bound's inputs (integer=...)")
+        if self.sampled_own_share and self.kind != "gaussian":
+            raise ValueError("a sampled contributor's own share is accounted for 'gaussian' shares")
+        if self.dimension < 1:
+            raise ValueError(f"a release has dimension >= 1, got {self.dimension}")
+
+    def pair(self, honest: int, rate: float) -> dp_accounting.DpEvent:
+        """The release with ``honest`` honest shares (the target's own among them) on a
+        Poisson sample at ``rate`` (1: the sample is known): the pair N(u, H·σ_i²) with
+        the target in against N(0, (H − 1)·σ_i²) without (``uncredited`` = 1 counts the
+        target's share), mixed by the rate; non-private when no other honest share
+        protects it."""
+        credited = honest - self.uncredited
+        if credited <= 0 or self.share_multiplier <= 0:
+            return dp_accounting.NonPrivateDpEvent()
+        out = math.sqrt(credited) * self.share_multiplier
+        inside = math.sqrt(credited + 1) * self.share_multiplier
+        return SampledSharesGaussianDpEvent(rate, inside, out, self.dimension)
 
     def realise(self, planned: dp_accounting.DpEvent, honest: int) -> dp_accounting.DpEvent:
         if self.kind == "gaussian":
@@ -318,17 +346,46 @@ class LedgerEntry:
         return self.planned if self.sampling is None else self.sampling.wrap(self.planned)
 
     def sampler_colludes(self, coalition: Collection[str]) -> bool:
-        """Whether ``coalition`` holds the party that drew this release's sample."""
-        return self.sampling is not None and self.sampling.sampler in coalition
+        """Whether ``coalition`` knows who was sampled: it holds the party that drew
+        this release's sample, or one that sees who took part (``observers``)."""
+        return self.sampling is not None and self.sampling.known_to(coalition)
 
     def event_against(self, coalition: Collection[str]) -> dp_accounting.DpEvent:
         """What this release was against ``coalition``: the unsampled event against it
         (:meth:`unamplified_against`), amplified by the sampling unless the coalition
-        holds the sampler (who knows who was sampled)."""
+        knows who was sampled; noise shares whose contributor's own share exists only
+        when it is sampled, as their exact pair (:meth:`NoiseShares.pair`)."""
         event = self.unamplified_against(coalition)
-        if self.sampling is None or self.sampler_colludes(coalition):
+        if self.sampling is None:
+            return event
+        known = self.sampler_colludes(coalition)
+        if self._own_share_pair(event):
+            assert self.noise is not None and self.sampling is not None
+            return self.noise.pair(self._honest(coalition), 1.0 if known else self.sampling.q)
+        if known:
             return event
         return self.sampling.wrap(event)
+
+    def _own_share_pair(self, event: dp_accounting.DpEvent) -> bool:
+        """A private release whose noise shares hold the target's own only when sampled."""
+        return (
+            self.noise is not None
+            and self.noise.sampled_own_share
+            and self.sampling is not None
+            and self.sampling.kind is SamplingKind.POISSON
+            and self.status is not Status.WITHHELD
+            and type(event) is dp_accounting.GaussianDpEvent
+        )
+
+    def _honest(self, coalition: Collection[str]) -> int:
+        """Honest shares in the release: its contributors outside ``coalition`` once
+        settled, the plan's ``needed`` before."""
+        assert self.noise is not None
+        if self.contributors is None:
+            return self.noise.needed
+        if isinstance(self.contributors, Picked):  # membership without the names
+            return len(self.contributors) - sum(1 for c in coalition if c in self.contributors)
+        return sum(1 for c in self.contributors if c not in coalition)
 
     def amplification_against(self, coalition: Collection[str]) -> str:
         """Whether the sampling's amplification applied against ``coalition``, in words
@@ -336,7 +393,7 @@ class LedgerEntry:
         if self.sampling is None:
             return ""
         if self.sampler_colludes(coalition):
-            return f"not applied: sampler colluding ({self.sampling.sampler})"
+            return f"not applied: {self.sampling.who_knows(coalition)}"
         event = self.unamplified_against(coalition)
         if self.sampling.amplifies(event):
             return self.sampling.description()
@@ -356,13 +413,7 @@ class LedgerEntry:
             return dp_accounting.NonPrivateDpEvent()
         base = self.realised if self.realised is not None else self.planned
         if self.noise is not None and self.contributors is not None:
-            if isinstance(self.contributors, Picked):  # membership without the names
-                honest = len(self.contributors) - sum(
-                    1 for c in coalition if c in self.contributors
-                )
-            else:
-                honest = sum(1 for c in self.contributors if c not in coalition)
-            return self.noise.realise(base, honest)
+            return self.noise.realise(base, self._honest(coalition))
         if self.noise is not None and self.realised is None:
             return self.noise.unsettled(base)
         return base

@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import math
 import numbers
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 import dp_accounting
@@ -54,6 +54,10 @@ class Sampling:
     rate: float | None = None
     population: int | None = None
     size: int | None = None
+    #: Parties other than the sampler that see who took part (DCA's compute nodes
+    #: receive a share from every sampled client): the amplification rests on their
+    #: ignorance too.
+    observers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, SamplingKind):
@@ -70,6 +74,22 @@ class Sampling:
             self._check_poisson()
         else:
             self._check_fixed()
+        observers = self.observers
+        if isinstance(observers, str) or not all(isinstance(o, str) and o for o in observers):
+            raise ValueError(f"observers must be party names, got {observers!r}")
+        object.__setattr__(self, "observers", tuple(observers))
+
+    def known_to(self, coalition: Collection[str]) -> bool:
+        """Whether ``coalition`` knows who was sampled: it holds the sampler or an observer."""
+        return self.sampler in coalition or any(o in coalition for o in self.observers)
+
+    def who_knows(self, coalition: Collection[str]) -> str:
+        """The members of ``coalition`` that know who was sampled, in words."""
+        if self.sampler in coalition:
+            return f"sampler colluding ({self.sampler})"
+        seen = [o for o in self.observers if o in coalition]
+        plural = "s" if len(seen) > 1 else ""
+        return f"observer{plural} of the sample colluding ({', '.join(seen)})"
 
     def _check_poisson(self) -> None:
         rate = self.rate
@@ -93,14 +113,24 @@ class Sampling:
         object.__setattr__(self, "size", int(m))  # type: ignore[arg-type]
 
     @classmethod
-    def poisson(cls, rate: float, sampler: str) -> Sampling:
+    def poisson(cls, rate: float, sampler: str, observers: Iterable[str] = ()) -> Sampling:
         """Each member of the population independently with probability q = ``rate``."""
-        return cls(kind=SamplingKind.POISSON, sampler=sampler, rate=rate)
+        return cls(
+            kind=SamplingKind.POISSON, sampler=sampler, rate=rate, observers=tuple(observers)
+        )
 
     @classmethod
-    def fixed(cls, population: int, size: int, sampler: str) -> Sampling:
+    def fixed(
+        cls, population: int, size: int, sampler: str, observers: Iterable[str] = ()
+    ) -> Sampling:
         """``size`` = m members of ``population`` = n, uniformly without replacement."""
-        return cls(kind=SamplingKind.FIXED, sampler=sampler, population=population, size=size)
+        return cls(
+            kind=SamplingKind.FIXED,
+            sampler=sampler,
+            population=population,
+            size=size,
+            observers=tuple(observers),
+        )
 
     @property
     def q(self) -> float:
@@ -142,7 +172,8 @@ class Sampling:
 
     def description(self) -> str:
         """The amplification in words, for reports."""
-        honest = f"while {self.sampler} is honest"
+        honest = f"while {', '.join((self.sampler, *self.observers))} "
+        honest += "are honest" if self.observers else "is honest"
         if self.kind is SamplingKind.POISSON:
             return f"amplified by Poisson sampling at q = {self.q:.3g} ({honest})"
         return (

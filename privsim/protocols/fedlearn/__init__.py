@@ -31,7 +31,8 @@ from privsim.protocols.fedlearn.config import (
 )
 from privsim.protocols.fedlearn.federated import check_learner, preflight_data
 from privsim.protocols.fedlearn.figures import draw_study, html_figures
-from privsim.protocols.fedlearn.report import report_lines
+from privsim.protocols.fedlearn.plan import check_mean_mode, plan_training
+from privsim.protocols.fedlearn.report import EMPIRICAL_COLUMN, flatten, report_lines
 from privsim.protocols.fedlearn.run import plan_ledger, run_fedlearn
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
@@ -58,6 +59,8 @@ def _check(scenario: Scenario) -> None:
             f"{colluders} colluding clients in a population of {n}",
             f"give at most {n}",
         )
+    check_mean_mode(training)
+    n_params = check_learner(scenario)
     if training.aggregation == "dca":
         if scenario.population.compute_nodes < 2:
             raise FieldError(
@@ -66,11 +69,11 @@ def _check(scenario: Scenario) -> None:
                 "set compute_nodes = 2 or more",
             )
         if not accounting.integer_noise(scenario):  # integer sums mod 2^b: planned at run
-            noise = accounting.noise_plan(scenario)
+            noise = plan_training(scenario, n_params or 1).noise
             m = planned_cohort(training, n)
             cohort_max = max(1, math.ceil(m + 6 * math.sqrt(max(m, 1.0))))
             check_fixed_point(scenario, cohort_max, training.clip_norm, noise.share_std)
-    _check_deadline(scenario, check_learner(scenario))
+    _check_deadline(scenario, n_params)
 
 
 def _check_deadline(scenario: Scenario, n_params: int | None) -> None:
@@ -127,6 +130,7 @@ STUDY = StudyView(
         "accuracy.test_accuracy": "test accuracy of the final model",
         "accuracy.test_loss": "test loss of the final model",
         "privacy.achieved_epsilon": "ε delivered over the rounds",
+        EMPIRICAL_COLUMN: "empirical ε from canaries (one run, final model; an estimate)",
         "communication.bytes": "bytes on the wire, all rounds",
     },
     axes={
@@ -169,6 +173,7 @@ FEDLEARN = ProtocolSpec(
     parties=_parties,
     footprint=_footprint,
     report=report_lines,
+    flatten=flatten,
     study=STUDY,
     exposure={
         "updates_exposed": "honest included client-rounds whose clipped update the coalition "

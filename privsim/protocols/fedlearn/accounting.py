@@ -19,9 +19,13 @@ neighbours, 2C for replace-one) and z the planned multiplier (σ = z·Δ on the 
 
 Each round's Gaussian is wrapped in the sampling event (Poisson: dp-accounting's
 ``PoissonSampledDpEvent(q, ·)``; a fixed cohort: ``SampledWithoutReplacementDpEvent``),
-which holds only while the sampler's choice is hidden: a colluding server gets the
-unamplified event. The ledger composes the rounds (PLD, or RDP where dp-accounting has
-no PLD for the event).
+which holds only while the sample stays hidden: a colluding server (the sampler), or
+with DCA a colluding compute node (each sees who sent it a share), gets the unamplified
+event. DCA's shares under Poisson sampling are the exception: the target's own share is
+in the release only when it is sampled, so a round is the exact pair of
+:class:`~privsim.sim.share_pair.SampledSharesGaussianDpEvent` (:class:`RoundShape`).
+The ledger composes the rounds (PLD, or RDP where dp-accounting has no PLD for the
+event). :mod:`.plan` builds all of this once per run.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from dataclasses import dataclass
 
 import dp_accounting
 
-from privsim.kit.secagg import round as secagg
 from privsim.kit.securesum.config import DcaConfig
 from privsim.protocols.fedlearn.cohort import planned_cohort
 from privsim.protocols.fedlearn.config import TrainingConfig
@@ -41,17 +44,19 @@ from privsim.protocols.fedlearn.integer import IntegerPlan, integer_plan
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.calibration import gaussian_sigma
-from privsim.sim.ledger import NoiseShares, PrivacyLedger, Trust, epsilon_of
+from privsim.sim.ledger import PrivacyLedger, epsilon_of
 from privsim.sim.sampling import Sampling
+from privsim.sim.share_pair import SampledSharesGaussianDpEvent
 
 __all__ = [
     "SERVER",
     "NoisePlan",
+    "RoundShape",
     "calibrate_multiplier",
-    "charge_round",
     "check_neighbour",
     "noise_plan",
     "round_label",
+    "round_shape",
     "sampling_of",
     "sensitivity",
 ]
@@ -126,14 +131,15 @@ def check_neighbour(scenario: Scenario) -> None:
         )
 
 
-def sampling_of(scenario: Scenario) -> Sampling | None:
-    """The sampling whose amplification a round is credited with (none for local DP)."""
+def sampling_of(scenario: Scenario, observers: Sequence[str] = ()) -> Sampling | None:
+    """The sampling whose amplification a round is credited with (none for local DP),
+    drawn by the server and seen by ``observers`` (DCA's compute nodes)."""
     training, n = _training(scenario), scenario.population.clients
     if training.aggregation == "local":
         return None
     if training.sampling == "poisson":
-        return Sampling.poisson(training.rate, SERVER)
-    return Sampling.fixed(n, training.cohort, SERVER)
+        return Sampling.poisson(training.rate, SERVER, observers)
+    return Sampling.fixed(n, training.cohort, SERVER, observers)
 
 
 def tolerated(scenario: Scenario) -> int:
@@ -166,41 +172,82 @@ class NoisePlan:
     calibrated: bool
 
 
-def _expected_factor(training: TrainingConfig) -> float:
-    """The realised multiplier over the planned one that the planner expects: 1, or
-    1 − p_drop for central noise on the mean."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundShape:
+    """How one round's planned DP event depends on the noise multiplier z: the
+    Gaussian of multiplier ``factor``·z (``factor`` = 1 − p_drop for central noise on
+    the mean: the realised multiplier the planner expects) under ``sampling``; or, for
+    DCA's shares on a Poisson sample, the pair of multipliers s_out = ``out_factor``·z
+    (the m − T − 1 other honest shares the plan counts on: √((needed − 1)/(m − T − 1))
+    with m real) and s_in = ``share_ratio``·s_out (the target's own share added:
+    √(needed/(needed − 1))) on ``dimension`` coordinates."""
+
+    sampling: Sampling | None
+    factor: float = 1.0
+    share_ratio: float | None = None
+    out_factor: float = 1.0
+    dimension: int = 1
+
+    def event(self, multiplier: float) -> dp_accounting.DpEvent:
+        """The planned round at noise multiplier z = ``multiplier``."""
+        if self.share_ratio is not None and self.sampling is not None:
+            out = multiplier * self.out_factor
+            return SampledSharesGaussianDpEvent(
+                self.sampling.q, out * self.share_ratio, out, self.dimension
+            )
+        gaussian = dp_accounting.GaussianDpEvent(multiplier * self.factor)
+        return self.sampling.wrap(gaussian) if self.sampling is not None else gaussian
+
+
+def round_shape(
+    scenario: Scenario,
+    sampling: Sampling | None,
+    cohort: float,
+    tolerated_count: int,
+    needed: int,
+    dimension: int,
+) -> RoundShape:
+    """The :class:`RoundShape` of the scenario's rounds (``needed``: the planned honest
+    shares of DCA, the target's own included)."""
+    training = _training(scenario)
     if training.aggregation == "trusted" and training.central_noise == "mean":
-        return 1.0 - training.expected_dropout
-    return 1.0
+        return RoundShape(sampling=sampling, factor=1.0 - training.expected_dropout)
+    others = cohort - tolerated_count - 1  # m − T − 1, the plan's credited shares
+    if (
+        training.aggregation == "dca"
+        and training.sampling == "poisson"
+        and not integer_noise(scenario)
+        and needed >= 2
+        and others > 0
+    ):
+        return RoundShape(
+            sampling=sampling,
+            share_ratio=math.sqrt(needed / (needed - 1)),
+            out_factor=math.sqrt((needed - 1) / others),
+            dimension=dimension,
+        )
+    return RoundShape(sampling=sampling)
 
 
-def _rounds_epsilon(
-    multiplier: float, rounds: int, sampling: Sampling | None, delta: float
-) -> float:
-    event = (
-        sampling.wrap(dp_accounting.GaussianDpEvent(multiplier))
-        if sampling
-        else dp_accounting.GaussianDpEvent(multiplier)
-    )
-    return epsilon_of([dp_accounting.SelfComposedDpEvent(event, rounds)], delta)
+def _rounds_epsilon(multiplier: float, rounds: int, shape: RoundShape, delta: float) -> float:
+    event = dp_accounting.SelfComposedDpEvent(shape.event(multiplier), rounds)
+    return epsilon_of([event], delta)
 
 
 @functools.lru_cache(maxsize=256)
-def calibrate_multiplier(
-    epsilon: float, delta: float, rounds: int, sampling: Sampling | None, factor: float = 1.0
-) -> float:
+def calibrate_multiplier(epsilon: float, delta: float, rounds: int, shape: RoundShape) -> float:
     """The smallest z (to a relative :data:`Z_TOLERANCE`, erring up) whose ``rounds``
-    rounds, each the Gaussian of multiplier ``factor``·z under ``sampling``, compose to
-    at most ε at δ. Without sampling the composition is one Gaussian of multiplier
-    z/√R (Dong, Roth & Su 2019, Cor. 3.3), calibrated exactly. With sampling, a root of
-    g(u) = ln ε(e^u) − ln ε_target on the ledger's own composition (ε falls as z
-    grows): a bracket by doubling from z = 1, then the Illinois variant of regula falsi
-    (g is nearly linear in u, so a handful of compositions suffice)."""
-    if sampling is None:
-        return gaussian_sigma(epsilon, delta, 1.0, "exact") * math.sqrt(rounds) / factor
+    rounds, each ``shape.event(z)``, compose to at most ε at δ. Without sampling the
+    composition is one Gaussian of multiplier factor·z/√R (Dong, Roth & Su 2019,
+    Cor. 3.3), calibrated exactly. Otherwise, a root of g(u) = ln ε(e^u) − ln ε_target
+    on the ledger's own composition (ε falls as z grows): a bracket by doubling from
+    z = 1, then the Illinois variant of regula falsi (g is nearly linear in u, so a
+    handful of compositions suffice)."""
+    if shape.sampling is None:
+        return gaussian_sigma(epsilon, delta, 1.0, "exact") * math.sqrt(rounds) / shape.factor
 
     def g(u: float) -> float:
-        found = _rounds_epsilon(math.exp(u) * factor, rounds, sampling, delta)
+        found = _rounds_epsilon(math.exp(u), rounds, shape, delta)
         return math.log(found) - math.log(epsilon) if found > 0 else -math.inf
 
     lo_z, hi_z = Z_RANGE
@@ -244,26 +291,13 @@ def calibrate_multiplier(
     return math.exp(u_hi)
 
 
-def noise_plan(scenario: Scenario) -> NoisePlan:
+def noise_plan(scenario: Scenario, shape: RoundShape) -> NoisePlan:
     """The scenario's noise: z as given, or calibrated to ``privacy.epsilon`` over R
-    rounds at the planned T (the smallest z meeting the target)."""
+    rounds of ``shape`` at the planned T (the smallest z meeting the target)."""
     training, n = _training(scenario), scenario.population.clients
     m = planned_cohort(training, n)
     t = tolerated(scenario) if training.aggregation == "dca" else 0
     delta_l2 = sensitivity(scenario)
-    calibrated = training.noise_multiplier is None
-    if calibrated:
-        z = calibrate_multiplier(
-            scenario.privacy.epsilon,
-            scenario.privacy.delta,
-            training.rounds,
-            sampling_of(scenario),
-            _expected_factor(training),
-        )
-    else:
-        assert training.noise_multiplier is not None
-        z = training.noise_multiplier
-    sigma = z * delta_l2
     honest_shares = m - t - 1
     if training.aggregation == "dca" and honest_shares < 1:
         raise FieldError(
@@ -273,6 +307,15 @@ def noise_plan(scenario: Scenario) -> NoisePlan:
             "pick larger cohorts (training.rate or training.cohort) or lower dca.tolerated "
             "and training.expected_dropout",
         )
+    calibrated = training.noise_multiplier is None
+    if calibrated:
+        z = calibrate_multiplier(
+            scenario.privacy.epsilon, scenario.privacy.delta, training.rounds, shape
+        )
+    else:
+        assert training.noise_multiplier is not None
+        z = training.noise_multiplier
+    sigma = z * delta_l2
     share = sigma / math.sqrt(honest_shares) if training.aggregation == "dca" else sigma
     return NoisePlan(
         multiplier=z, sigma=sigma, share_std=share, tolerated=t, cohort=m, calibrated=calibrated
@@ -337,77 +380,6 @@ def integer_of(scenario: Scenario, dimension: int) -> IntegerPlan:
         multiplier=training.noise_multiplier,
         beta=dca.beta if through_dca else 0.0,
     )
-
-
-def charge_round(
-    ledger: PrivacyLedger,
-    scenario: Scenario,
-    plan: NoisePlan,
-    r: int,
-    clients: Sequence[str],
-    nodes: Sequence[str],
-    secure: secagg.RoundPlan | None = None,
-    integer: IntegerPlan | None = None,
-) -> None:
-    """Charge round r before it runs (refused over budget under ``refuse``): its planned
-    Gaussian of multiplier z (× the expected factor for central noise on the mean), with
-    the aggregation's trust, DCA's noise shares from the picked ``clients``, and the
-    sampling amplification while the server is honest."""
-    training = _training(scenario)
-    if secure is not None:  # integer noise shares, the server and t holders trusted
-        assert secure.noise is not None
-        shares = secure.noise.account
-        ledger.charge(
-            round_label(r),
-            shares.event,
-            trust=secagg.trust(secure),
-            noise=shares.noise_shares(clients),
-            sampling=sampling_of(scenario),
-        )
-        return
-    if integer is not None:  # DCA with integer noise shares: the papers' bound
-        ledger.charge(
-            round_label(r),
-            integer.account.event,
-            trust=Trust.one_of(nodes, description="not all compute nodes colluding"),
-            noise=integer.account.noise_shares(clients),
-            sampling=sampling_of(scenario),
-        )
-        return
-    delta_l2 = sensitivity(scenario)
-    planned = dp_accounting.GaussianDpEvent(plan.multiplier * _expected_factor(training))
-    noise = None
-    if training.aggregation == "dca":
-        trust = Trust.one_of(nodes, description="not all compute nodes colluding")
-        noise = NoiseShares(contributors=tuple(clients), share_multiplier=plan.share_std / delta_l2)
-    elif training.aggregation == "trusted":
-        trust = Trust.each(SERVER, description="the server (curator) honest")
-    else:
-        trust = Trust.nobody()
-    ledger.charge(round_label(r), planned, trust=trust, noise=noise, sampling=sampling_of(scenario))
-
-
-def settle_round(
-    ledger: PrivacyLedger,
-    scenario: Scenario,
-    plan: NoisePlan,
-    r: int,
-    included: Sequence[str] | None,
-) -> None:
-    """Settle round r: withheld if nothing was released; DCA with the included clients'
-    shares; central noise on the mean with its realised multiplier z·k/m."""
-    label = round_label(r)
-    if included is None:
-        ledger.withhold(label)
-        return
-    training = _training(scenario)
-    if training.aggregation in ("dca", *SECURE):
-        ledger.settle(label, contributors=included)
-    elif training.aggregation == "trusted" and training.central_noise == "mean":
-        realised = plan.multiplier * len(included) / plan.cohort
-        ledger.settle(label, dp_accounting.GaussianDpEvent(realised))
-    else:
-        ledger.settle(label)
 
 
 def ledger_of(scenario: Scenario) -> PrivacyLedger:

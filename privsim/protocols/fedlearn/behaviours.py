@@ -57,12 +57,15 @@ class Update(Message):
 class RoundPlan:
     """The round's public parameters: the picked ``clients``, the ``server``, the
     parameters sent, and the ``deadline`` (simulated seconds from the round's start)
-    by which contributions must arrive."""
+    by which contributions must arrive; ``release_empty``: the server releases even
+    when nothing arrived (a curator's noise alone: whether a round releases must not
+    depend on the cohort)."""
 
     clients: tuple[str, ...]
     server: str
     params: F64
     deadline: float
+    release_empty: bool = False
 
 
 def _download(agent: Agent, plan: RoundPlan) -> Behaviour:
@@ -100,7 +103,7 @@ def server(
 ) -> Behaviour:
     """``trusted`` / ``local``: send w_r to every picked client, sum the updates that
     arrive by the deadline, and release ``finish(sum, included)`` (the curator adds its
-    noise there); nothing arrived: an abort."""
+    noise there); nothing arrived: an abort, unless the plan releases an empty sum."""
     for party in plan.clients:
         agent.send(party, Download(values=plan.params))
     index = {c: i for i, c in enumerate(plan.clients)}
@@ -115,7 +118,7 @@ def server(
             continue
         included[i] = True
         total += got.message.values
-    if not included.any():
+    if not included.any() and not plan.release_empty:
         return SumOutcome.aborted(
             AbortReason.TOO_MANY_DROPOUTS, f"no update arrived by the {plan.deadline:g} s deadline"
         )

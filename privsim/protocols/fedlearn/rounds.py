@@ -21,9 +21,10 @@ from privsim.kit.securesum.inputs import ClientInputs
 from privsim.kit.securesum.outcome import AbortReason, SumOutcome
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.fedlearn import behaviours as roles
-from privsim.protocols.fedlearn.accounting import SERVER, NoisePlan
+from privsim.protocols.fedlearn.accounting import SERVER
 from privsim.protocols.fedlearn.config import TrainingConfig
 from privsim.protocols.fedlearn.integer import IntegerPlan
+from privsim.protocols.fedlearn.plan import TrainingPlan
 from privsim.scenarios.schema import Scenario
 from privsim.sim.agent import Agent
 from privsim.sim.coalition import CoalitionSpec
@@ -31,7 +32,7 @@ from privsim.sim.faults import FaultSpec
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
 
-__all__ = ["CohortUpdates", "RoundRun", "simulate_round"]
+__all__ = ["CohortUpdates", "RoundRun", "releases_empty_rounds", "simulate_round"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -104,14 +105,13 @@ def simulate_round(
     online: npt.NDArray[np.bool_],
     updates: CohortUpdates,
     params: F64,
-    noise: NoisePlan,
+    plan: TrainingPlan,
     coalition: frozenset[str],
     secure: secagg.RoundPlan | None = None,
-    integer: IntegerPlan | None = None,
 ) -> RoundRun:
-    """Run one round: the server sends ``params`` to every picked client (``names``),
-    the ``online`` ones return their row of ``updates`` through the aggregation
-    (``secure``: the SecAgg round planned for it; ``integer``: DCA's integer noise)."""
+    """Run one round of the training ``plan``: the server sends ``params`` to every
+    picked client (``names``), the ``online`` ones return their row of ``updates``
+    through the aggregation (``secure``: the SecAgg round planned for it)."""
     training = scenario.table("training", TrainingConfig)
     if secure is not None:
         return _secure_round(
@@ -135,14 +135,27 @@ def simulate_round(
         faults=_round_faults(scenario, names, offline),
         coalition=CoalitionSpec(clients=tuple(c for c in names if c in coalition), servers=servers),
     )
-    plan = roles.RoundPlan(clients=names, server=SERVER, params=params, deadline=training.deadline)
+    round_plan = roles.RoundPlan(
+        clients=names,
+        server=SERVER,
+        params=params,
+        deadline=training.deadline,
+        release_empty=releases_empty_rounds(training),
+    )
     if dca:
-        server = _launch_dca(world, scenario, plan, updates, noise, streams, integer)
+        server = _launch_dca(world, scenario, round_plan, updates, plan, streams)
     else:
-        server = _launch_direct(world, training, plan, updates, noise, streams)
+        server = _launch_direct(world, round_plan, updates, plan, streams)
     agree_channels(world, channel_pairs)
     world.run()
     return RoundRun(worlds=(world,), outcome=securesum.outcome_of(server), names=names)
+
+
+def releases_empty_rounds(training: TrainingConfig) -> bool:
+    """Whether the server releases a round that nothing reached: the curator's noise
+    alone (``trusted``), so that whether a round releases never depends on the cohort
+    (an empty Poisson cohort is still the sampled mechanism's release)."""
+    return training.aggregation == "trusted"
 
 
 def plan_secure_round(
@@ -262,13 +275,15 @@ def _launch_dca(
     scenario: Scenario,
     plan: roles.RoundPlan,
     updates: CohortUpdates,
-    noise: NoisePlan,
+    training_plan: TrainingPlan,
     streams: Streams,
-    integer: IntegerPlan | None = None,
 ) -> Agent:
     """DCA: the picked clients, the compute nodes and the server as the output party;
-    with ``integer``, inputs scaled by 2^f, conditionally rounded and integer-noised mod
-    2^b (:class:`~privsim.kit.intnoise.dca.IntegerClientInputs`)."""
+    with integer noise, inputs scaled by 2^f, conditionally rounded and integer-noised
+    mod 2^b (:class:`~privsim.kit.intnoise.dca.IntegerClientInputs`). Under Poisson
+    sampling the round releases whatever reached the sum (an abort for dropouts beyond
+    T would depend on the cohort's size, which the target changes)."""
+    noise, integer = training_plan.noise, training_plan.integer
     cfg = scenario.table("dca", DcaConfig)
     nodes = securesum.node_names(scenario)
     setup = (
@@ -285,6 +300,8 @@ def _launch_dca(
         tolerated=noise.tolerated,
         fraction_bits=cfg.fraction_bits if integer is None else integer.fraction_bits,
     )
+    if training_plan.poisson:
+        sum_plan = dataclasses.replace(sum_plan, release_beyond_tolerance=True)
     inputs: ClientInputs = ClientInputs(
         data=updates,
         noise=streams.keystream("dca", "noise"),
@@ -319,13 +336,13 @@ def _launch_dca(
 
 def _launch_direct(
     world: World,
-    training: TrainingConfig,
     plan: roles.RoundPlan,
     updates: CohortUpdates,
-    noise: NoisePlan,
+    training_plan: TrainingPlan,
     streams: Streams,
 ) -> Agent:
     """``trusted`` / ``local``: the picked clients send to the server."""
+    training, noise = training_plan.training, training_plan.noise
     local = training.aggregation == "local"
     local_noise = streams.keystream("local", "noise")
 

@@ -35,13 +35,13 @@ from privsim.kit.result import (
     Timing,
 )
 from privsim.kit.secagg import round as secagg
-from privsim.kit.securesum import round as securesum
 from privsim.protocols.fedlearn import accounting
 from privsim.protocols.fedlearn.accounting import SERVER, NoisePlan
 from privsim.protocols.fedlearn.cohort import Availability, sample_cohort
 from privsim.protocols.fedlearn.config import AvailabilityConfig, TrainingConfig
 from privsim.protocols.fedlearn.federated import Learner, learner_of
 from privsim.protocols.fedlearn.optimizers import ServerOptimizer
+from privsim.protocols.fedlearn.plan import TrainingPlan, plan_training
 from privsim.protocols.fedlearn.rounds import (
     CohortUpdates,
     RoundRun,
@@ -51,7 +51,7 @@ from privsim.protocols.fedlearn.rounds import (
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.events import sampled_pld_interval
-from privsim.sim.ledger import BudgetExceededError, PrivacyLedger, Trust
+from privsim.sim.ledger import BudgetExceededError, PrivacyLedger
 from privsim.sim.running import RunningEpsilon
 from privsim.sim.streams import Streams
 from privsim.sim.world import World
@@ -80,8 +80,15 @@ def plan_ledger(scenario: Scenario) -> PrivacyLedger:
     """The ledger with every round charged as planned, before anything runs: it raises
     :class:`~privsim.sim.ledger.BudgetExceededError` exactly when the run would refuse
     the scenario (the planned rounds overspend)."""
+    streams = Streams(scenario.seed)
+    plan = plan_training(scenario, learner_of(scenario, streams).start.size)
+    return _planned(scenario, plan, streams)
+
+
+def _planned(scenario: Scenario, plan: TrainingPlan, streams: Streams) -> PrivacyLedger:
+    """:func:`plan_ledger` for a built ``plan``."""
     try:
-        return _planned(scenario)
+        return _charge_planned(scenario, plan, streams)
     except BudgetExceededError as exc:
         raise BudgetExceededError(
             f"{exc} For training: leave training.noise_multiplier out (the planner's z "
@@ -89,37 +96,40 @@ def plan_ledger(scenario: Scenario) -> PrivacyLedger:
         ) from None
 
 
-def _planned(scenario: Scenario) -> PrivacyLedger:
+def _charge_planned(scenario: Scenario, plan: TrainingPlan, streams: Streams) -> PrivacyLedger:
     ledger = accounting.ledger_of(scenario)
-    training = scenario.table("training", TrainingConfig)
-    nodes = _nodes(scenario)
-    if training.aggregation in accounting.SECURE:  # a round of the planned cohort's size
-        streams = Streams(scenario.seed)
-        integer = accounting.integer_of(scenario, learner_of(scenario, streams).start.size)
-        noise = accounting.secure_noise(scenario, integer)
-        names = tuple(f"client-{i}" for i in range(max(2, round(noise.cohort))))
-        for r in range(1, training.rounds + 1):
-            secure = plan_secure_round(scenario, streams, names, integer, r)
+    rounds = plan.training.rounds
+    if plan.secure:  # a round of the planned cohort's size
+        assert plan.integer is not None
+        names = tuple(f"client-{i}" for i in range(max(2, round(plan.noise.cohort))))
+        for r in range(1, rounds + 1):
+            secure = plan_secure_round(scenario, streams, names, plan.integer, r)
             if secure is None:
                 raise FieldError(
                     "training.rate",
                     f"a cohort of {len(names)} admits no SecAgg+ graph meeting the targets",
                     "pick larger cohorts or relax training.security_bits",
                 )
-            accounting.charge_round(ledger, scenario, noise, r, names, nodes, secure)
+            plan.charge(ledger, r, names, secure)
         return ledger
-    if accounting.integer_noise(scenario):  # DCA with integer noise shares
-        integer = accounting.integer_of(
-            scenario, learner_of(scenario, Streams(scenario.seed)).start.size
-        )
-        noise = accounting.secure_noise(scenario, integer)
-        for r in range(1, training.rounds + 1):
-            accounting.charge_round(ledger, scenario, noise, r, (), nodes, integer=integer)
-        return ledger
-    noise = accounting.noise_plan(scenario)
-    for r in range(1, training.rounds + 1):
-        accounting.charge_round(ledger, scenario, noise, r, (), nodes)
+    for r in range(1, rounds + 1):
+        plan.charge(ledger, r, ())
     return ledger
+
+
+def _curve(running: Sequence[float], final: float) -> list[float]:
+    """ε so far after each round, never above the run's reported ε and equal to it at
+    the last round: round r's figure is the smallest of the running compositions of
+    rounds 1 … r′ for r′ ≥ r and of the final one (each composition holds the first r
+    rounds, so each bounds them: post-processing), the last the final figure itself."""
+    out = list(running)
+    best = final
+    for i in range(len(out) - 1, -1, -1):
+        best = min(best, out[i])
+        out[i] = best
+    if out:
+        out[-1] = final
+    return out
 
 
 def _running(scenario: Scenario) -> RunningEpsilon:
@@ -131,11 +141,6 @@ def _running(scenario: Scenario) -> RunningEpsilon:
         neighbour=scenario.privacy.neighbour,
         interval=sampled_pld_interval(rounds),
     )
-
-
-def _nodes(scenario: Scenario) -> tuple[str, ...]:
-    training = scenario.table("training", TrainingConfig)
-    return securesum.node_names(scenario) if training.aggregation == "dca" else ()
 
 
 @dataclass(slots=True)
@@ -219,7 +224,7 @@ class Training:
 
     scenario: Scenario
     seed: int
-    noise: NoisePlan
+    plan: TrainingPlan
     ledger: PrivacyLedger
     coalition: frozenset[str]
     learner: Learner
@@ -231,11 +236,14 @@ class Training:
     stopped: str | None
     wall_seconds: float
 
+    @property
+    def noise(self) -> NoisePlan:
+        return self.plan.noise
+
 
 def _exposed(
-    scenario: Scenario,
+    plan: TrainingPlan,
     run: RoundRun,
-    nodes: Sequence[str],
     coalition: frozenset[str],
     secure: secagg.RoundPlan | None = None,
 ) -> int:
@@ -243,18 +251,9 @@ def _exposed(
     every one when it breaks the aggregation's trust (every compute node, or the
     curator), none otherwise (``local`` DP: the server sees only noisy updates)."""
     included = run.included()
-    if not included:
+    if not included or plan.aggregation == "local":
         return 0
-    training = scenario.table("training", TrainingConfig)
-    if secure is not None:
-        trust: Trust = secagg.trust(secure)
-    elif training.aggregation == "dca":
-        trust = Trust.one_of(nodes)
-    elif training.aggregation == "trusted":
-        trust = Trust.each(SERVER)
-    else:
-        return 0
-    if not trust.broken_by(coalition):
+    if not plan.trust(secure).broken_by(coalition):
         return 0
     return sum(1 for c in included if c not in coalition)
 
@@ -335,60 +334,63 @@ def _why(run: RoundRun) -> str:
     return f"{outcome.abort}: {outcome.detail}" if outcome.abort else "nothing released"
 
 
+def _runnable_with_one_more(
+    scenario: Scenario, rs: Streams, names: tuple[str, ...], plan: TrainingPlan, r: int
+) -> bool:
+    """Whether a SecAgg round skipped for the cohort ``names`` would have run with one
+    more client (the target: its presence could have changed whether the round ran)."""
+    if not names or plan.integer is None:
+        return False  # one client alone never makes a round
+    extra = (*names, "client-target")
+    return plan_secure_round(scenario, rs, extra, plan.integer, r) is not None
+
+
 def train(scenario: Scenario, seed: int | None = None) -> Training:
     """Train for ``training.rounds`` rounds (fewer if the budget stops it)."""
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
-    training = scenario.table("training", TrainingConfig)
-    plan_ledger(scenario)  # refuse a planned overspend before anything runs
     streams = Streams(seed)
     n = scenario.population.clients
+    learner = learner_of(scenario, streams)
+    params = learner.init()
+    plan = plan_training(scenario, params.size)
+    training = plan.training
+    _planned(scenario, plan, Streams(scenario.seed))  # refuse a planned overspend first
     ledger = accounting.ledger_of(scenario)
     coalition = population_coalition(scenario, streams)
     availability = Availability.of(scenario.table("availability", AvailabilityConfig), n)
-    learner = learner_of(scenario, streams)
-    params = learner.init()
-    secure_mode = training.aggregation in accounting.SECURE
-    integer = (
-        accounting.integer_of(scenario, params.size) if accounting.integer_noise(scenario) else None
-    )
-    noise = (
-        accounting.secure_noise(scenario, integer)
-        if integer is not None
-        else accounting.noise_plan(scenario)
-    )
+    noise = plan.noise
     optimizer = ServerOptimizer(training, params.size)
-    nodes = _nodes(scenario)
     records: list[RoundRecord] = []
     totals = Totals()
     included_ever: set[str] = set()
     colluders_picked: set[str] = set()
     stopped = None
     so_far = _running(scenario)
+    running: list[float] = []
     for r in range(1, training.rounds + 1):
         round_started = time.perf_counter()
         rs = Streams(streams.seed_sequence("round", r))
         cohort = sample_cohort(training, n, rs.generator("cohort"))
         names = tuple(f"client-{i}" for i in cohort.tolist())
         secure = (
-            plan_secure_round(scenario, rs, names, integer, r)
-            if secure_mode and integer is not None
+            plan_secure_round(scenario, rs, names, plan.integer, r)
+            if plan.secure and plan.integer is not None
             else None
         )
-        if secure_mode and secure is None:  # too few picked: no round, nothing released
+        if plan.secure and secure is None:  # too few picked: no round
+            try:
+                plan.skip(ledger, r, _runnable_with_one_more(scenario, rs, names, plan, r))
+            except BudgetExceededError as exc:
+                stopped = f"round {r} was refused: {exc}"
+                break
+            if ledger.entries and ledger.entries[-1].label == accounting.round_label(r):
+                so_far.add(ledger.entries[-1].event_against(coalition))
+            running.append(so_far.epsilon)
             records.append(_skipped(r, names, coalition, so_far.epsilon, round_started))
             continue
         try:
-            accounting.charge_round(
-                ledger,
-                scenario,
-                noise,
-                r,
-                names,
-                nodes,
-                secure,
-                integer=None if secure_mode else integer,
-            )
+            plan.charge(ledger, r, names, secure)
         except BudgetExceededError as exc:
             stopped = f"round {r} was refused: {exc}"
             break
@@ -401,16 +403,16 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
             online=online,
             updates=CohortUpdates(updates),
             params=params,
-            noise=noise,
+            plan=plan,
             coalition=coalition,
             secure=secure,
-            integer=None if secure_mode else integer,
         )
         included = run.included()
-        accounting.settle_round(ledger, scenario, noise, r, included)
+        plan.settle(ledger, r, included)
         entry = ledger.entries[-1]
         assert entry.label == accounting.round_label(r)
         so_far.add(entry.event_against(coalition))
+        running.append(so_far.epsilon)
         if included is not None and run.outcome.released is not None:
             params = optimizer.step(params, np.asarray(run.outcome.released) / noise.cohort)
             included_ever.update(included)
@@ -443,7 +445,7 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
                 messages=comm.messages,
                 simulated_seconds=comm.duration or 0.0,
                 wall_seconds=time.perf_counter() - round_started,
-                exposed=_exposed(scenario, run, nodes, coalition, secure),
+                exposed=_exposed(plan, run, coalition, secure),
                 detail="" if included is not None else _why(run),
             )
         )
@@ -453,10 +455,16 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         records[-1] = RoundRecord(
             **{**last.to_dict(), "test_accuracy": accuracy, "test_loss": loss}
         )
+    final = ledger.guarantee(coalition).epsilon
+    curve = _curve(running, final)
+    records = [
+        RoundRecord(**{**rec.to_dict(), "epsilon": eps})
+        for rec, eps in zip(records, curve, strict=True)
+    ]
     return Training(
         scenario=scenario,
         seed=seed,
-        noise=noise,
+        plan=plan,
         ledger=ledger,
         coalition=coalition,
         learner=learner,

@@ -17,7 +17,7 @@ import pytest
 
 from privsim.api import run
 from privsim.protocols.fedlearn import EXAMPLE
-from privsim.protocols.fedlearn.accounting import calibrate_multiplier, noise_plan
+from privsim.protocols.fedlearn.accounting import RoundShape, calibrate_multiplier
 from privsim.protocols.fedlearn.run import train
 from privsim.scenarios import scenario_from_dict
 from privsim.scenarios.convert import set_fields
@@ -79,7 +79,7 @@ def test_the_planner_meets_the_target_tightly() -> None:
     """The calibrated z meets ε, and 0.1% less noise would not: the bisection stops at
     a relative width of 1e-4."""
     q = Sampling.poisson(0.05, "server")
-    z = calibrate_multiplier(2.0, 1e-5, 50, q)
+    z = calibrate_multiplier(2.0, 1e-5, 50, RoundShape(sampling=q))
 
     def eps(mult: float) -> float:
         event = dp_accounting.SelfComposedDpEvent(q.wrap(dp_accounting.GaussianDpEvent(mult)), 50)
@@ -96,7 +96,7 @@ def test_the_planner_recovers_the_tff_tutorial_noise() -> None:
     event = dp_accounting.SelfComposedDpEvent(q.wrap(dp_accounting.GaussianDpEvent(1.2)), 100)
     target = epsilon_of([event], 1e-5)
     assert target == pytest.approx(1.7075, rel=0.01)
-    assert calibrate_multiplier(target, 1e-5, 100, q) == pytest.approx(1.2, rel=0.005)
+    assert calibrate_multiplier(target, 1e-5, 100, RoundShape(sampling=q)) == pytest.approx(1.2, rel=0.005)
 
 
 def test_a_colluding_server_loses_the_amplification() -> None:
@@ -126,7 +126,7 @@ def test_dropouts_after_sampling_cost_privacy_by_the_realised_noise() -> None:
     scenario = _scenario(**changes)
     with pytest.warns(UserWarning):
         t = train(scenario)
-    plan = noise_plan(scenario)
+    plan = t.plan.noise
     delta_l2 = plan.sigma / plan.multiplier  # σ = z·Δ
     sampling = Sampling.fixed(60, 20, "server")
     events = [
@@ -212,8 +212,8 @@ def test_a_trace_naming_unknown_clients_is_a_named_error(tmp_path: Path) -> None
 
 def test_a_trace_decides_who_is_online(tmp_path: Path) -> None:
     """Clients 0–29 are online in the first half of each 1200 s day, the rest never;
-    rounds start every 600 s: rounds 1 and 3 fall in the second half (nobody online,
-    nothing released), round 2 and 4 in the first."""
+    rounds start every 600 s: rounds 1 and 3 fall in the second half (nobody online:
+    the curator releases its noise alone), round 2 and 4 in the first."""
     trace = tmp_path / "trace.csv"
     trace.write_text("client,start,end\n" + "".join(f"{i},0,600\n" for i in range(30)))
     t = train(
@@ -229,7 +229,8 @@ def test_a_trace_decides_who_is_online(tmp_path: Path) -> None:
     online = [r.online for r in t.records]
     assert online[0] == online[2] == 0
     assert online[1] > 0 and online[3] > 0
-    assert t.records[0].status == "aborted"
+    assert t.records[0].status == "released" and t.records[0].included == 0
+    assert t.records[1].included == t.records[1].online
 
 
 SECURE = {
