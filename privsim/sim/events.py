@@ -63,6 +63,7 @@ from dp_accounting.pld.common import DifferentialPrivacyParameters
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution as PLD
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_module
 
+from privsim.sim import pld_tails
 from privsim.sim.integer_bounds import (
     SUBSAMPLED_MAX_ORDER,
     IntegerNoiseDpEvent,
@@ -70,6 +71,9 @@ from privsim.sim.integer_bounds import (
     log_binomials,
     poisson_subsampled_rdp,
 )
+from privsim.sim.share_pair import SampledSharesGaussianDpEvent, shares_pair_pld
+
+pld_tails.install()
 
 __all__ = [
     "MAX_PLD_EPSILON",
@@ -122,6 +126,11 @@ SAMPLED_FINE_LEAVES = 4
 #: The coarsest interval :func:`pld_interval` picks (the 200 rounds above: ε +0.3% at
 #: 10⁻²); beyond about 400 distinct sampled leaves the work grows linearly.
 MAX_PLD_INTERVAL = 1e-2
+
+#: Counts up to which a pair's PLD is composed with itself one round at a time:
+#: dp-accounting's ``self_compose`` first bounds the result's support by Chernoff
+#: bounds at 40 orders (as costly as a few compositions); both are valid bounds.
+SMALL_COUNT = 4
 
 #: A release on a random sample (dp-accounting's two wrappers the ledger accounts).
 Sampled: TypeAlias = (
@@ -275,7 +284,11 @@ def pld_interval(leaves: Iterable[tuple[dp_accounting.DpEvent, int]]) -> float:
     :data:`SAMPLED_FINE_LEAVES` distinct Poisson-sampled leaves, doubled each time their
     number doubles beyond that (so a ledger's successive charges keep one interval for
     long, and its cached leaves with it), at most :data:`MAX_PLD_INTERVAL`."""
-    sampled = sum(1 for leaf, _ in leaves if isinstance(leaf, dp_accounting.PoissonSampledDpEvent))
+    sampled = sum(
+        1
+        for leaf, _ in leaves
+        if isinstance(leaf, dp_accounting.PoissonSampledDpEvent | SampledSharesGaussianDpEvent)
+    )
     return sampled_pld_interval(sampled)
 
 
@@ -491,12 +504,25 @@ def leaf_pld(
     - Poisson-sampled Gaussian or Laplace: the PLD dp-accounting's accountant builds
       (add/remove-one), self-composed by ``count`` in one step, cached per leaf
       (:func:`_sampled_pld`);
+    - a Poisson-sampled release with the target's own noise share
+      (:class:`~privsim.sim.share_pair.SampledSharesGaussianDpEvent`): its exact pair's
+      pessimistic PLD (:func:`~privsim.sim.share_pair.shares_pair_pld`), composed with
+      itself round by round up to :data:`SMALL_COUNT`;
     - any other dp-accounting event: its own accountant's PLD.
 
     ``interval``: the discretisation, :data:`PLD_INTERVAL` unless the composition holds
     many sampled leaves (:func:`pld_interval`). Integer noise and releases sampled
     without replacement have no PLD here (TypeError): they compose by RDP.
     """
+    if isinstance(leaf, SampledSharesGaussianDpEvent):
+        check_gaussian_span(leaf.multiplier_out)
+        base = shares_pair_pld(leaf, interval)
+        if count > SMALL_COUNT:
+            return base.self_compose(count)
+        composed = base
+        for _ in range(count - 1):  # a few rounds: cheaper than self_compose's bounds
+            composed = composed.compose(base)
+        return composed
     pure = leaf_pure_epsilon(leaf)
     if pure is not None and pure > MAX_PLD_EPSILON:
         raise OverflowError(f"{leaf!r}: ε = {pure:g} is beyond a PLD")

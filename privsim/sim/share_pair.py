@@ -207,8 +207,10 @@ def _loss(g: F64, q: float) -> F64:
     return np.asarray(np.logaddexp(math.log(q) + g, math.log1p(-q)))
 
 
-#: Mass trimmed from either end of a pmf (moved to a higher loss, or to an infinite one).
-TRIM_MASS = 1e-20
+#: Mass trimmed from either end of a pmf (moved to a higher loss, or to an infinite one):
+#: below dp-accounting's own truncation of a composition's tails (10⁻¹⁵), so that its
+#: truncation, a Python loop over the tail, stops at once.
+TRIM_MASS = 1e-16
 
 
 def _pmf(losses: F64, weights: F64, interval: float, infinity: float) -> pld_pmf.PLDPmf:
