@@ -22,6 +22,7 @@ from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.round import check_fixed_point, node_names
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.fedlearn import accounting
+from privsim.protocols.fedlearn.canaries import canary_rate
 from privsim.protocols.fedlearn.cohort import planned_cohort
 from privsim.protocols.fedlearn.config import (
     AvailabilityConfig,
@@ -70,7 +71,7 @@ def _check(scenario: Scenario) -> None:
             )
         if not accounting.integer_noise(scenario):  # integer sums mod 2^b: planned at run
             noise = plan_training(scenario, n_params or 1).noise
-            m = planned_cohort(training, n)
+            m = planned_cohort(training, n) + canary_rate(training, n) * training.canaries
             cohort_max = max(1, math.ceil(m + 6 * math.sqrt(max(m, 1.0))))
             check_fixed_point(scenario, cohort_max, training.clip_norm, noise.share_std)
     _check_deadline(scenario, n_params)
@@ -115,7 +116,7 @@ def _footprint(scenario: Scenario) -> Footprint:
     """Peak memory ≈ one round's world and the cohort's data: k·(P + records·(d + 1))·8
     + k·P_party, with k the largest likely cohort (m + 6√m); independent of N."""
     training, n = scenario.table("training", TrainingConfig), scenario.population.clients
-    m = planned_cohort(training, n)
+    m = planned_cohort(training, n) + canary_rate(training, n) * training.canaries
     k = math.ceil(m + 6 * math.sqrt(max(m, 1.0)))
     dataset = scenario.table("dataset", DatasetConfig)
     d = dataset.synthetic_features if dataset.source == "synthetic" else 64

@@ -10,9 +10,20 @@ from typing import Literal
 
 from privsim.scenarios.errors import FieldError, require_at_least, require_positive
 
-__all__ = ["AvailabilityConfig", "DatasetConfig", "ModelConfig", "TrainingConfig"]
+__all__ = [
+    "MAX_CANARIES",
+    "AvailabilityConfig",
+    "DatasetConfig",
+    "ModelConfig",
+    "TrainingConfig",
+]
 
 Aggregation = Literal["dca", "trusted", "local", "secagg_plus", "secagg"]
+
+#: The most canary clients a run takes (``training.canaries``): K directions of the
+#: model's size are held in memory, and past a few thousand the estimate's spread
+#: (about 1/√K) no longer improves on the other errors.
+MAX_CANARIES = 10_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +96,12 @@ class TrainingConfig:
     """Simulated seconds a round waits for the clients' contributions; later ones are dropped."""
     eval_every: int = 1
     """Evaluate the model on the test set every this many rounds (and after the last)."""
+    canaries: int = 0
+    """K canary clients for a one-run empirical ε (Andrew et al., ICLR 2024): each has a
+    fixed random unit direction c_k, is sampled into a round like a client (rate q, or
+    m/N beside a fixed cohort) and, when picked, sends C·c_k; the result's ``empirical``
+    section holds the ε estimated from the cosines of the c_k with the final model's
+    change, beside the claimed ε. Canaries hold no data and count in no accuracy; 0: none."""
 
     def __post_init__(self) -> None:
         require_at_least("training.rounds", self.rounds)
@@ -111,6 +128,13 @@ class TrainingConfig:
         require_at_least("training.local_epochs", self.local_epochs)
         require_at_least("training.local_batch", self.local_batch)
         require_at_least("training.eval_every", self.eval_every)
+        if not 0 <= self.canaries <= MAX_CANARIES:
+            raise FieldError(
+                "training.canaries",
+                f"must be in [0, {MAX_CANARIES}], got {self.canaries}",
+                "use a few hundred canaries, e.g. canaries = 200 (the estimate's spread "
+                "shrinks as 1/√K; each costs a model-sized direction in memory), or 0 for none",
+            )
         if not 2 <= self.modulus_bits <= 64:
             raise FieldError(
                 "training.modulus_bits",

@@ -12,8 +12,10 @@ of each grid cell, one line per cell (the grid fields that vary):
 - ε so far against round, with the same band and the target ε dashed.
 
 The static report (PNG, through the :class:`~privsim.kit.spec.FigureKit`) adds the final
-accuracy and the achieved ε against every varied grid field; the HTML page draws the
-same three curves (plotly figure dicts, :func:`html_figures`). Rounds whose ε is
+accuracy, the achieved ε and (with canaries) the empirical ε against every varied grid
+field; the HTML page draws the same three curves (plotly figure dicts,
+:func:`html_figures`) and, when the rows hold an empirical ε, that ε against the claimed
+one, a point per replication. Rounds whose ε is
 infinite (a coalition broke an event's trust) are left out of the ε figures and counted
 in their titles. No plotly import here, and matplotlib only for its palette: the kit
 draws, the page renders.
@@ -30,8 +32,19 @@ from typing import Any
 import numpy as np
 
 from privsim.kit.spec import FigureKit, StudyKit
+from privsim.protocols.fedlearn.report import EMPIRICAL_COLUMN
 
-__all__ = ["BAND", "PLOTS", "Curve", "curves_of", "draw_curves", "draw_study", "html_figures"]
+__all__ = [
+    "BAND",
+    "EMPIRICAL_TITLE",
+    "PLOTS",
+    "Curve",
+    "curves_of",
+    "draw_curves",
+    "draw_study",
+    "empirical_figure",
+    "html_figures",
+]
 
 PROTOCOL = "fedlearn"
 #: The band's percentiles over a cell's replications, and the band in words.
@@ -41,6 +54,9 @@ BAND = "10th–90th percentile over replications"
 TARGET_LABEL = "target ε"
 #: Past this many rounds a curve is drawn without markers (static figures).
 MARKED_ROUNDS = 40
+#: The claimed ε of a row, and the title of the figure that sets the empirical one beside it.
+CLAIMED_COLUMN = "privacy.achieved_epsilon"
+EMPIRICAL_TITLE = "Empirical ε from canaries against the claimed ε (a point per replication)"
 
 
 def _palette() -> tuple[str, ...]:
@@ -247,8 +263,10 @@ def draw_curves(kit: FigureKit) -> list[Path]:
 
 def draw_study(kit: FigureKit, summary: Any) -> list[Path]:
     """The study's static figures: the final test accuracy and the achieved ε against
-    every varied grid field (median, interquartile band), then the curves."""
-    return kit.series(["accuracy.test_accuracy", "privacy.achieved_epsilon"]) + draw_curves(kit)
+    every varied grid field (median, interquartile band), the empirical ε beside it when
+    the runs had canaries, then the curves."""
+    metrics = ["accuracy.test_accuracy", CLAIMED_COLUMN, EMPIRICAL_COLUMN]
+    return kit.series(metrics) + draw_curves(kit)
 
 
 def _rgba(colour: str, alpha: float) -> str:
@@ -366,4 +384,77 @@ def html_figures(kit: StudyKit) -> list[tuple[str, dict[str, Any]]]:
             "hovermode": "closest",
         }
         out.append((title, {"data": data, "layout": layout}))
-    return out
+    empirical = empirical_figure(kit)
+    return out if empirical is None else [*out, empirical]
+
+
+def empirical_figure(kit: StudyKit) -> tuple[str, dict[str, Any]] | None:
+    """The one-run empirical ε (canaries, final model) against the claimed ε of each
+    released fedlearn replication, a trace per cell, with the line where they are equal:
+    a point below it is a run whose final model leaks less than the ledger claims for
+    every round's release (as expected), one above it a claim to look at. Rows without
+    an estimate (too few canaries released) or with an infinite one are left out and
+    counted in the title; None when no row has both figures."""
+    frame = kit.frame
+    if frame is None or EMPIRICAL_COLUMN not in frame or CLAIMED_COLUMN not in frame:
+        return None
+    rows = frame
+    if "protocol" in rows:
+        rows = rows[rows["protocol"] == PROTOCOL]
+    if "status" in rows:
+        rows = rows[rows["status"] == "released"]
+    claimed, empirical = _numbers(rows[CLAIMED_COLUMN]), _numbers(rows[EMPIRICAL_COLUMN])
+    usable = np.isfinite(claimed) & np.isfinite(empirical)
+    if not usable.any():
+        return None
+    keys = _varying(rows)
+    cells: dict[tuple[str, ...], list[int]] = {}
+    for i in np.flatnonzero(usable):
+        cells.setdefault(tuple(str(rows[k].iloc[i]) for k in keys), []).append(int(i))
+    ids = rows["row_id"].astype(str).tolist() if "row_id" in rows else [""] * len(rows)
+    palette = _palette()
+    data: list[dict[str, Any]] = []
+    for n, cell in enumerate(sorted(cells, key=lambda c: [_order(v) for v in c])):
+        at = cells[cell]
+        colour = palette[n % len(palette)]
+        data.append(
+            {
+                "type": "scatter",
+                "x": _floats(claimed[at]),
+                "y": _floats(empirical[at]),
+                "mode": "markers",
+                "name": kit.describe(keys, cell) if keys else "replications",
+                "marker": {"color": colour, "size": 7, "opacity": 0.7},
+                "customdata": [ids[i] for i in at],
+                "hovertemplate": "row %{customdata}<br>claimed ε %{x:.4g}<br>empirical ε "
+                "%{y:.4g}<extra>%{fullData.name}</extra>",
+            }
+        )
+    top = float(max(claimed[usable].max(), empirical[usable].max()))
+    data.append(
+        {
+            "type": "scatter",
+            "x": [0.0, top],
+            "y": [0.0, top],
+            "mode": "lines",
+            "name": "empirical = claimed",
+            "line": {"color": "black", "dash": "dash", "width": 1},
+            "hoverinfo": "skip",
+        }
+    )
+    left = int((~usable).sum())
+    title = EMPIRICAL_TITLE + (
+        f"; {left} replications without a finite estimate left out" if left else ""
+    )
+    layout = {
+        "title": {
+            "text": f"{title}<br><sup>one run each, final model only: an estimate, not a "
+            "bound (Andrew et al. 2024)</sup>",
+            "font": {"size": 14},
+        },
+        "xaxis": {"title": {"text": "claimed ε (privacy.achieved_epsilon)"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "empirical ε (canaries)"}, "rangemode": "tozero"},
+        "margin": {"l": 70, "r": 20, "t": 70, "b": 40},
+        "hovermode": "closest",
+    }
+    return title, {"data": data, "layout": layout}

@@ -1,5 +1,7 @@
 """The iterative-learning section of ``privsim run``'s report: the plan, the final
-model, and a few rounds of the curves (accuracy, ε so far, cohort, bytes)."""
+model, the one-run empirical ε beside the claimed one (when the run had canaries), and
+a few rounds of the curves (accuracy, ε so far, cohort, bytes); and fedlearn's own
+study columns (:func:`flatten`)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,13 @@ from typing import Any
 
 from privsim.kit.world import channel_label
 
-__all__ = ["report_lines"]
+__all__ = ["EMPIRICAL_COLUMN", "empirical_lines", "flatten", "report_lines"]
 
 #: Rounds of the curves the report prints (the first, evenly spaced ones, the last).
 SHOWN_ROUNDS = 6
+#: The study column of the one-run empirical ε (the result's ``fedlearn.empirical.epsilon``),
+#: beside the claimed ``privacy.achieved_epsilon``.
+EMPIRICAL_COLUMN = "fedlearn.empirical_epsilon"
 
 
 def _fmt(value: Any, spec: str) -> str:
@@ -63,6 +68,10 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"Result      ABORTED ({result['abort']['reason']}): {result['abort']['detail']}"
         )
+    empirical = own.get("empirical")
+    if isinstance(empirical, Mapping):
+        claimed = (result.get("privacy") or {}).get("achieved_epsilon")
+        lines += empirical_lines(empirical, claimed)
     if own.get("stopped"):
         lines.append(f"Stopped     {own['stopped']}")
     lines.append("Rounds      round  picked online included colluding  accuracy  epsilon  bytes")
@@ -78,3 +87,47 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         "per training round)"
     )
     return lines
+
+
+def empirical_lines(empirical: Mapping[str, Any], claimed: Any = None) -> list[str]:
+    """The report's lines of the ``empirical`` section: the one-run ε estimated from the
+    canaries' cosines with the final model (Andrew et al. 2024) beside the ``claimed``
+    ε, or why there is none; then what it rests on, and its caveat if it has one."""
+    fit = (
+        f"            {empirical.get('canaries')} canaries "
+        f"({empirical.get('canaries_included', '-')} in a release, "
+        f"{empirical.get('canary_rounds')} canary-rounds); cosine with the model's change: "
+        f"mean {_fmt(empirical.get('mean_cosine'), '.3g')}, "
+        f"sd {_fmt(empirical.get('sd_cosine'), '.3g')} (null: 0 ± "
+        f"{_fmt(empirical.get('null_sd'), '.3g')})"
+    )
+    if empirical.get("epsilon") is None:
+        head = f"Empirical   ε unavailable: {empirical.get('reason') or 'not estimated'}"
+    else:
+        head = (
+            f"Empirical   ε ≈ {_fmt(empirical['epsilon'], '.4g')} at δ = "
+            f"{_fmt(empirical.get('delta'), '.3g')} beside the claimed {_fmt(claimed, '.4g')} "
+            "(canaries, one run, final model only: an estimate, not a bound)"
+        )
+    caveat = empirical.get("caveat")
+    return [head, fit, *([f"            caveat: {caveat}"] if caveat else [])]
+
+
+def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
+    """fedlearn's own study columns (the common sections, the claimed
+    ``privacy.achieved_epsilon`` among them, are flattened for every protocol): with
+    canaries, the empirical ε (:data:`EMPIRICAL_COLUMN`), the canaries, their
+    canary-rounds, their mean cosine and their crowding ρ; nothing without."""
+    own = result.get(result["protocol"]) or {}
+    empirical = own.get("empirical")
+    if not isinstance(empirical, Mapping):
+        return {}
+    return {
+        result["protocol"]: {
+            "empirical_epsilon": empirical.get("epsilon"),
+            "canaries": empirical.get("canaries"),
+            "canary_rounds": empirical.get("canary_rounds"),
+            "canary_mean_cosine": empirical.get("mean_cosine"),
+            "canary_crowding": empirical.get("crowding"),
+        }
+    }

@@ -16,6 +16,7 @@ Round r (counted from 1), all of its randomness from the round's own streams
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,15 @@ from privsim.kit.result import (
 from privsim.kit.secagg import round as secagg
 from privsim.protocols.fedlearn import accounting
 from privsim.protocols.fedlearn.accounting import SERVER, NoisePlan
+from privsim.protocols.fedlearn.canaries import (
+    canary_crowding,
+    canary_directions,
+    canary_names,
+    canary_rate,
+    canary_updates,
+    empirical_epsilon,
+    sample_canaries,
+)
 from privsim.protocols.fedlearn.cohort import Availability, sample_cohort
 from privsim.protocols.fedlearn.config import AvailabilityConfig, TrainingConfig
 from privsim.protocols.fedlearn.federated import Learner, learner_of
@@ -235,6 +245,7 @@ class Training:
     picked_colluders: set[str]
     stopped: str | None
     wall_seconds: float
+    empirical: dict[str, Any] | None = None
 
     @property
     def noise(self) -> NoisePlan:
@@ -243,14 +254,13 @@ class Training:
 
 def _exposed(
     plan: TrainingPlan,
-    run: RoundRun,
+    included: Sequence[str] | None,
     coalition: frozenset[str],
     secure: secagg.RoundPlan | None = None,
 ) -> int:
-    """Honest included clients whose clipped update the coalition reads in the clear:
+    """Honest ``included`` clients whose clipped update the coalition reads in the clear:
     every one when it breaks the aggregation's trust (every compute node, or the
     curator), none otherwise (``local`` DP: the server sees only noisy updates)."""
-    included = run.included()
     if not included or plan.aggregation == "local":
         return 0
     if not plan.trust(secure).broken_by(coalition):
@@ -334,6 +344,72 @@ def _why(run: RoundRun) -> str:
     return f"{outcome.abort}: {outcome.detail}" if outcome.abort else "nothing released"
 
 
+@dataclass(slots=True)
+class _Canaries:
+    """The run's canary clients (``training.canaries`` = K, :mod:`.canaries`): fixed
+    random directions, each picked per round from its own stream at a client's rate
+    (the real clients' draws are untouched), sending C·c_k when picked; counted apart
+    from the clients (never in accuracy, the included counts or the ledger)."""
+
+    directions: F64
+    names: tuple[str, ...]
+    rate: float
+    clip: float
+    start: F64
+    counts: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, training: TrainingConfig, n: int, params: F64, streams: Streams) -> _Canaries:
+        k = training.canaries
+        return cls(
+            directions=canary_directions(
+                k, params.size, streams.generator("canaries", "directions")
+            ),
+            names=canary_names(k),
+            rate=canary_rate(training, n),
+            clip=training.clip_norm,
+            start=params.copy(),
+            counts=np.zeros(k, dtype=np.int64),
+        )
+
+    def pick(self, rs: Streams) -> npt.NDArray[np.int64]:
+        if not self.names:
+            return np.empty(0, dtype=np.int64)
+        mask = sample_canaries(len(self.names), self.rate, rs.generator("canaries"))
+        return np.asarray(np.flatnonzero(mask), dtype=np.int64)
+
+    def names_of(self, picked: npt.NDArray[np.int64]) -> tuple[str, ...]:
+        return tuple(self.names[i] for i in picked.tolist())
+
+    def with_updates(self, updates: F64, picked: npt.NDArray[np.int64]) -> F64:
+        if not picked.size:
+            return updates
+        return np.vstack([updates, canary_updates(self.directions, picked, self.clip)])
+
+    def count(self, picked: npt.NDArray[np.int64], reached: Sequence[str] | None) -> None:
+        if reached is None or not picked.size:
+            return
+        got = set(reached)
+        self.counts[[i for i in picked.tolist() if self.names[i] in got]] += 1
+
+    def estimate(
+        self, params: F64, plan: TrainingPlan, delta: float, released: int
+    ) -> dict[str, Any] | None:
+        """The ``empirical`` section (None without canaries): the sum's noise is σ
+        (central or DCA's shares) or, with local noise, √m·σ."""
+        if not self.names:
+            return None
+        noise = plan.noise
+        sum_std = noise.sigma * (math.sqrt(noise.cohort) if plan.aggregation == "local" else 1.0)
+        return empirical_epsilon(
+            self.directions,
+            params - self.start,
+            delta,
+            included=self.counts,
+            crowding=canary_crowding(self.counts, self.clip, sum_std, released, params.size),
+        )
+
+
 def _runnable_with_one_more(
     scenario: Scenario, rs: Streams, names: tuple[str, ...], plan: TrainingPlan, r: int
 ) -> bool:
@@ -361,6 +437,7 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
     availability = Availability.of(scenario.table("availability", AvailabilityConfig), n)
     noise = plan.noise
     optimizer = ServerOptimizer(training, params.size)
+    canary_set = _Canaries.of(training, n, params, streams)
     records: list[RoundRecord] = []
     totals = Totals()
     included_ever: set[str] = set()
@@ -373,14 +450,16 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         rs = Streams(streams.seed_sequence("round", r))
         cohort = sample_cohort(training, n, rs.generator("cohort"))
         names = tuple(f"client-{i}" for i in cohort.tolist())
+        picked_k = canary_set.pick(rs)
+        every = names + canary_set.names_of(picked_k)  # canaries after the clients
         secure = (
-            plan_secure_round(scenario, rs, names, plan.integer, r)
+            plan_secure_round(scenario, rs, every, plan.integer, r)
             if plan.secure and plan.integer is not None
             else None
         )
         if plan.secure and secure is None:  # too few picked: no round
             try:
-                plan.skip(ledger, r, _runnable_with_one_more(scenario, rs, names, plan, r))
+                plan.skip(ledger, r, _runnable_with_one_more(scenario, rs, every, plan, r))
             except BudgetExceededError as exc:
                 stopped = f"round {r} was refused: {exc}"
                 break
@@ -399,16 +478,19 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         run = simulate_round(
             scenario,
             rs,
-            names=names,
-            online=online,
-            updates=CohortUpdates(updates),
+            names=every,
+            online=np.concatenate([online, np.ones(picked_k.size, dtype=bool)]),
+            updates=CohortUpdates(canary_set.with_updates(updates, picked_k)),
             params=params,
             plan=plan,
             coalition=coalition,
             secure=secure,
         )
-        included = run.included()
-        plan.settle(ledger, r, included)
+        reached = run.included()
+        real = frozenset(names)
+        included = None if reached is None else tuple(c for c in reached if c in real)
+        canary_set.count(picked_k, reached)
+        plan.settle(ledger, r, included)  # the real clients' shares alone are credited
         entry = ledger.entries[-1]
         assert entry.label == accounting.round_label(r)
         so_far.add(entry.event_against(coalition))
@@ -445,15 +527,14 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
                 messages=comm.messages,
                 simulated_seconds=comm.duration or 0.0,
                 wall_seconds=time.perf_counter() - round_started,
-                exposed=_exposed(plan, run, coalition, secure),
+                exposed=_exposed(plan, included, coalition, secure),
                 detail="" if included is not None else _why(run),
             )
         )
     if records and records[-1].test_accuracy is None:  # stopped early: evaluate the end
         accuracy, loss = learner.evaluate(params)
-        last = records[-1]
         records[-1] = RoundRecord(
-            **{**last.to_dict(), "test_accuracy": accuracy, "test_loss": loss}
+            **{**records[-1].to_dict(), "test_accuracy": accuracy, "test_loss": loss}
         )
     final = ledger.guarantee(coalition).epsilon
     curve = _curve(running, final)
@@ -461,10 +542,12 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         RoundRecord(**{**rec.to_dict(), "epsilon": eps})
         for rec, eps in zip(records, curve, strict=True)
     ]
+    released = sum(1 for rec in records if rec.status == "released")
     return Training(
         scenario=scenario,
         seed=seed,
         plan=plan,
+        empirical=canary_set.estimate(params, plan, scenario.privacy.delta, released),
         ledger=ledger,
         coalition=coalition,
         learner=learner,
@@ -526,6 +609,7 @@ def _details(t: Training) -> dict[str, Any]:
         },
         "model": {"parameters": int(t.params.size), "name": t.learner.model_name},
         "curves": [r.to_dict() for r in t.records],
+        **({"empirical": t.empirical} if t.empirical is not None else {}),
     }
 
 
