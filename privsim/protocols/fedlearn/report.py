@@ -57,6 +57,9 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
             else ""
         ),
     ]
+    caveat = (result.get("privacy") or {}).get("details", {}).get("caveat")
+    if caveat:
+        lines.append(f"Caveat      {caveat}")
     if result["status"] == "released":
         acc = result["accuracy"]
         lines.append(

@@ -166,3 +166,26 @@ def test_a_secagg_round_the_target_could_have_made_run_is_not_private() -> None:
     assert all(f"round-{r.round}" in labels for r in one)
     assert all(f"round-{r.round}" not in labels for r in none)
     assert math.isinf(t.ledger.guarantee(t.coalition).epsilon)
+
+
+def test_integer_noise_on_a_poisson_sample_carries_its_caveat() -> None:
+    """The own-share omission that the integer bounds still make is said in the result
+    and its report, not left silent."""
+    from privsim.api import run
+    from privsim.protocols.fedlearn.report import report_lines
+    from privsim.protocols.fedlearn.run import INTEGER_POISSON_CAVEAT
+
+    scenario = _scenario(
+        **{
+            "population.clients": 40,
+            "training.rate": 0.3,
+            "training.rounds": 2,
+            "training.aggregation": "secagg_plus",
+            "training.noise_multiplier": 2.0,
+        }
+    )
+    result = run(scenario).to_dict()
+    assert result["privacy"]["details"]["caveat"] == INTEGER_POISSON_CAVEAT
+    assert f"Caveat      {INTEGER_POISSON_CAVEAT}" in report_lines(result)
+    trusted = run(_scenario(**{"training.rounds": 1, "training.aggregation": "trusted"}))
+    assert "caveat" not in trusted.to_dict()["privacy"]["details"]
