@@ -13,6 +13,11 @@ The ledger alone computes the achieved (ε, δ) for a realised coalition
 (:meth:`PrivacyLedger.guarantee`): an event whose trust the coalition breaks counts as
 non-private (ε = ∞).
 
+Per-viewer releases (``viewers``): a mechanism drawn afresh for each of some parties,
+each of which sees only its own draw (an auction's coin per bidder). Against a coalition
+the event composes once per viewer the coalition holds, and once when it holds none:
+the guarantee with no coalition is against each party alone, i.e. any one viewer.
+
 Composition (:func:`compose`, :func:`epsilon_of`). Each event says what it is, and
 composes as itself (:mod:`privsim.sim.events` gives each kind's privacy loss); nested
 ``ComposedDpEvent`` and ``SelfComposedDpEvent`` are flattened to their leaves with counts.
@@ -334,6 +339,7 @@ class LedgerEntry:
     contributors: tuple[str, ...] | Picked | None = None
     reason: str = ""
     sampling: Sampling | None = None
+    viewers: tuple[str, ...] | Picked = ()
 
     @property
     def event(self) -> dp_accounting.DpEvent:
@@ -406,7 +412,8 @@ class LedgerEntry:
     def unamplified_against(self, coalition: Collection[str]) -> dp_accounting.DpEvent:
         """What this release was against ``coalition`` before any amplification by
         sampling: a no-op if withheld, non-private if the coalition breaks its trust, its
-        noise shares realised against the honest contributors, or as released."""
+        noise shares realised against the honest contributors, or as released (once per
+        draw the coalition sees, :meth:`draws_against`)."""
         if self.status is Status.WITHHELD:
             return dp_accounting.NoOpDpEvent()
         if self.status is Status.NON_PRIVATE or self.trust.broken_by(coalition):
@@ -416,7 +423,15 @@ class LedgerEntry:
             return self.noise.realise(base, self._honest(coalition))
         if self.noise is not None and self.realised is None:
             return self.noise.unsettled(base)
-        return base
+        draws = self.draws_against(coalition)
+        return base if draws == 1 else dp_accounting.SelfComposedDpEvent(base, draws)
+
+    def draws_against(self, coalition: Collection[str]) -> int:
+        """How many draws of this release ``coalition`` sees: one per viewer it holds, at
+        least one (any one viewer alone); 1 for a release without ``viewers``."""
+        if not self.viewers:
+            return 1
+        return max(1, sum(1 for c in coalition if c in self.viewers))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -785,11 +800,14 @@ class PrivacyLedger:
         trust: Trust | None = None,
         noise: NoiseShares | None = None,
         sampling: Sampling | None = None,
+        viewers: Iterable[str] = (),
     ) -> None:
         """Record a planned mechanism that holds while ``trust`` does, refusing it if the
         composition exceeds the budget (or warning, if the scenario allows overspending).
         ``event`` is the release unsampled; with ``sampling`` it is amplified while the
-        sampler stays out of the coalition (the budget check counts it amplified)."""
+        sampler stays out of the coalition (the budget check counts it amplified).
+        ``viewers``: the event is drawn for each of them, each seeing only its own draw
+        (see the module docstring); the budget check counts one draw."""
         if label in self._entries:
             raise ValueError(f"ledger already has an entry {label!r}")
         if noise is not None and noise.integer is not None and noise.integer.delta != self.delta:
@@ -798,7 +816,12 @@ class PrivacyLedger:
                 f"not at the ledger's delta = {self.delta:g}"
             )
         self._check_sampling(label, sampling, noise)
-        entry = LedgerEntry(label, event, trust or Trust.nobody(), noise, sampling=sampling)
+        members = _as_members(viewers)
+        if members and (noise is not None or sampling is not None):
+            raise ValueError(f"{label}: a per-viewer release has no noise shares or sampling")
+        entry = LedgerEntry(
+            label, event, trust or Trust.nobody(), noise, sampling=sampling, viewers=members
+        )
         events = [*(e.event for e in self._entries.values()), entry.event]
         spent_at = composition(
             events, self.delta, neighbour=self.neighbour, budget=self._budget, lazy=True
@@ -882,6 +905,7 @@ class PrivacyLedger:
             realised,
             None if contributors is None else _as_members(contributors),
             sampling=entry.sampling,
+            viewers=entry.viewers,
         )
         if entry.sampling is not None and realised is not None:
             entry.sampling.wrap(realised)  # an event it cannot amplify: TypeError now
@@ -891,7 +915,13 @@ class PrivacyLedger:
         """The mechanism released nothing (an abort): it spends nothing."""
         entry = self._entries[label]
         self._entries[label] = LedgerEntry(
-            label, entry.planned, entry.trust, entry.noise, Status.WITHHELD, sampling=entry.sampling
+            label,
+            entry.planned,
+            entry.trust,
+            entry.noise,
+            Status.WITHHELD,
+            sampling=entry.sampling,
+            viewers=entry.viewers,
         )
 
     def guarantee(self, coalition: Collection[str] = ()) -> Guarantee:

@@ -17,6 +17,7 @@ from privsim.audit.bounds import upper_rate
 from privsim.audit.harness import AuditResult
 from privsim.cli import main
 from privsim.protocols.summarization import SUMMARIZATION, mwem
+from privsim.protocols.summarization import accounting as summarization_accounting
 from privsim.protocols.summarization import auction as coins
 from privsim.protocols.summarization.audit import (
     CHOICE_ODDS,
@@ -24,7 +25,9 @@ from privsim.protocols.summarization.audit import (
     auction_plan,
     choice_probability,
     choice_sums,
+    neighbouring_bids,
 )
+from privsim.protocols.summarization.audit import audit_plan as audit_plan_of
 from privsim.protocols.summarization.mwem import MarginalMwem
 from privsim.scenarios import scenario_from_dict
 from privsim.scenarios.convert import set_fields
@@ -97,6 +100,64 @@ def test_the_audit_holds_at_other_owner_counts_and_budgets(owners, epsilon):
     private = audit(_scenario(**changes), 40_000, seed=4)
     assert paper.exceeds_claim and paper.test.false_positives == 0
     assert not private.exceeds_claim
+
+
+# ---- two colluding owners (issue #37): each sees its own coin --------------------------
+
+PAIR = {"threat.colluding_clients": ["owner-0", "owner-1"]}
+
+
+def test_two_colluding_owners_stay_under_the_ledgers_claim():
+    """owner-0 and owner-1 top D (bids 1, .5); owner-2's bid passes both on D′ (ranks
+    1, 2 → 2, 3). "All asked" has probability C²e^{−ε} = 0.235 on D and C²e^{−3ε} =
+    0.0865 on D′: the log-ratio is 2·ε_auc = 1 exactly, what the ledger now claims for
+    the pair (two coins per epoch). 10⁵ counted trials a side: 0.96–0.99 (seeds 0–2)."""
+    result = audit(_scenario(**PAIR), 200_000, seed=1)
+    assert result.coalition == ("owner-0", "owner-1")
+    assert (result.claimed_epsilon, result.claimed_delta) == (2 * EPS, 0.0)
+    assert result.test.fnr == pytest.approx(C**2 * math.exp(-3 * EPS), abs=0.005)
+    assert result.test.fpr == pytest.approx(1 - C**2 * math.exp(-EPS), abs=0.005)
+    assert 0.9 < result.lower_bound < result.claimed_epsilon
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "trials", "floor"), [(EPS, 200_000, 0.9), (0.2, 1_000_000, 0.35)]
+)
+def test_two_colluding_owners_refute_the_charge_of_one_owner(monkeypatch, epsilon, trials, floor):
+    """The charge before issue #37 re-injected: the auction entry without viewers, so
+    the coalition is charged one coin per epoch (ε_auc). Its joint view is 2·ε_auc: at
+    ε_auc = 0.5 the bound lands near 0.97 (10⁵ counted trials a side); at 0.2 the gap is
+    0.2, and 5·10⁵ counted trials a side (10⁶ drawn) put the bound at 0.391–0.392
+    (seeds 0–2) against the claimed 0.2 (and under the fixed claim, 0.4)."""
+    monkeypatch.setattr(summarization_accounting, "viewers", lambda label, cfg: ())
+    changes = {**PAIR, "summarization.auction_epsilon": epsilon}
+    result = audit(_scenario(**changes), trials, seed=1)
+    assert result.claimed_epsilon == pytest.approx(epsilon)
+    assert result.exceeds_claim and floor < result.lower_bound < 2 * epsilon
+
+
+def test_the_paper_auction_is_refuted_for_a_coalition_too():
+    """The statistic weighs the top colluder not being asked above the rest, so the
+    paper's coins (that owner always asked on D) are caught as for one owner: FPR = 0,
+    a bound near 8.6 against the paper's claim composed over two owners (1.0)."""
+    result = audit(_scenario(**PAIR, **{"summarization.auction": "paper"}), 100_000, seed=1)
+    assert result.claimed_epsilon == 2 * EPS
+    assert result.test.false_positives == 0 and result.lower_bound > 7.0
+
+
+def test_the_audited_coalition_follows_the_scenarios():
+    """Named owners take the top bids and the last other owner moves; a count T takes
+    the first T owners; every owner colluding leaves no record to protect."""
+    plan = audit_plan_of(_scenario(**{"threat.colluding_clients": ["owner-1", "owner-2"]}))
+    assert plan.coalition == ("owner-1", "owner-2") and plan.claimed_epsilon == 2 * EPS
+    assert "one record of owner-0 moves its bid past owner-1, owner-2" in plan.neighbours
+    assert neighbouring_bids(3, (1, 2))[0].tolist() == [0.2, 1.0, 0.5]
+    assert audit_plan_of(_scenario(**{"threat.colluding_clients": 2})).coalition == (
+        "owner-0",
+        "owner-1",
+    )
+    with pytest.raises(ValueError, match="every owner colludes"):
+        audit_plan_of(_scenario(**{"threat.colluding_clients": 3}))
 
 
 def test_a_colluding_curator_leaves_nothing_to_audit():

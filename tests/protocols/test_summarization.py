@@ -98,6 +98,14 @@ def test_a_dropped_owner_stops_bidding_and_the_rest_finish():
 def test_colluding_owners_keep_the_guarantee_and_see_only_dp_releases(honest):
     result = _run(**{"threat.colluding_clients": ["owner-0", "owner-2"]})
     assert result["privacy"]["guarantee_met"] is True
+    # Each colluding owner sees its own coin of every epoch (issue #37): the auction's
+    # events twice, p·ε_auc more than with no coalition by the basic theorem.
+    auction = next(e for e in result["privacy"]["events"] if e["label"] == "auction")
+    assert auction["realised"].endswith("count=2)") and not auction["broken"]
+    cfg = SummarizationConfig(**SUMMARIZATION.example["summarization"])
+    basic = {r["privacy"]["details"]["composition"]["basic_epsilon"] for r in (honest, result)}
+    assert max(basic) - min(basic) == pytest.approx(cfg.summary_size * cfg.auction_epsilon)
+    assert result["privacy"]["achieved_epsilon"] > honest["privacy"]["achieved_epsilon"]
     exposure = result["coalition"]["exposure"]
     p = result["summarization"]["summary_size"]
     assert exposure["broadcasts_received"] == 2 * (p + 1)

@@ -2,7 +2,11 @@
 
 Every mechanism runs at the trusted curator (it holds D_v and the points it collected),
 so every event trusts the curator (``Trust.each("curator")``); colluding owners do not
-break it — the broadcasts are DP against any receiver.
+break it. What they can do is pool what each was sent. The broadcasts are one release
+every owner receives alike, so a coalition sees each once. The auction's coins are drawn
+for each owner, which sees only its own: the ``auction`` entry names the owners as its
+viewers (:func:`viewers`), and the ledger composes it once per colluding owner, and once
+with no coalition or none among the owners (any one owner's view, Theorem 2's claim).
 
 Ledger entries:
 
@@ -11,8 +15,9 @@ Ledger entries:
   of the same ε).
 - ``summary-mwem``: T_sub iterations at ε_{ℓ,T} in each epoch ℓ ≥ 2. Epoch 1 releases
   h2 of the seed set, which §4 leaves unprotected (it can be random), so it is not charged.
-- ``auction``: one event per epoch. ``summarization.auction = "private"`` (default):
-  ``GenericPureDpEvent(ε_auc)`` — ε_auc-DP coins of no better-known shape.
+- ``auction``: one event per epoch and owner, each owner its own coin.
+  ``summarization.auction = "private"`` (default): ``GenericPureDpEvent(ε_auc)`` —
+  ε_auc-DP coins of no better-known shape.
   ``"paper"``: ``ApproximateDpEvent(ε_auc, 1 − e^{−ε_auc})`` — the δ the printed coins
   truly have (the top bidder is always asked;
   :func:`privsim.protocols.summarization.auction.shift_delta` computes it from the coins).
@@ -26,8 +31,15 @@ What each owner sees, and what covers it:
 - g̃ and each g_ℓ: the two MWEM entries (g_ℓ of epoch 1 is of the public seed set).
 - n in each broadcast: public, |D_init| + ℓ − 1 whatever the coins did (the true |D_s|
   is not released), so it is a function of ℓ alone.
-- Whether it is asked: the ``auction`` entry. Its own τ-rule ask is a function of its
-  own bids, i.e. of its data and the broadcasts (post-processing).
+- Whether it is asked: its own coin, the ``auction`` entry. Its own τ-rule ask is a
+  function of its own bids, i.e. of its data and the broadcasts (post-processing).
+  One record of another owner moves one bid, so it moves each colluding owner's rank by
+  at most one, and the coins are drawn independently: k colluding owners see k coins
+  per epoch, each an ε_auc pair, up to k·ε_auc together (attained when the moved bid
+  passes all of them and all are asked; issue #37). The ledger composes k generic
+  ε_auc events per epoch: exact for one epoch at δ → 0; over many epochs above the
+  truth, since only the top-ranked coin can be randomised response's pair
+  (``docs/reproductions/summarization-details.md``, "Colluding owners").
 - Verification of its point: the curator checks it against the bid and sends nothing
   back, so the owner's view does not change (nothing is released).
 - Whether its point won: not told. It can guess only from later broadcasts (post-
@@ -79,8 +91,10 @@ __all__ = [
     "charge",
     "composition_figures",
     "iteration_event",
+    "owner_names",
     "paper_epsilon",
     "settle",
+    "viewers",
 ]
 
 CURATOR = "curator"
@@ -93,6 +107,17 @@ TRUST = Trust.each(CURATOR, description="the curator honest (it holds D_v and D_
 PAPER_DELTA_VALIDATION, PAPER_DELTA_SUMMARY = 0.01, 1e-4
 #: Largest per-iteration ε for which the PLD comparison figure is computed.
 PLD_MAX_EPSILON = 1.0
+
+
+def owner_names(owners: int) -> tuple[str, ...]:
+    """The party ids of K = ``owners`` owners, ``owner-0`` … ``owner-(K−1)``."""
+    return tuple(f"owner-{k}" for k in range(owners))
+
+
+def viewers(label: str, cfg: SummarizationConfig) -> tuple[str, ...]:
+    """Who sees their own draw of the entry ``label``: every owner its own auction coins;
+    nobody apart for the MWEM broadcasts (one release every owner receives alike)."""
+    return owner_names(cfg.owners) if label == AUCTION else ()
 
 
 def paper_epsilon(epsilon0: float, steps: int, delta: float) -> float:
@@ -151,7 +176,7 @@ def charge(ledger: PrivacyLedger, cfg: SummarizationConfig) -> None:
     non-private release (last, so the mechanisms are still held to the budget)."""
     for label, event in _events(cfg, cfg.summary_size).items():
         try:
-            ledger.charge(label, event, trust=TRUST)
+            ledger.charge(label, event, trust=TRUST, viewers=viewers(label, cfg))
         except BudgetExceededError as exc:
             if label == AUCTION and cfg.auction == "paper":
                 raise BudgetExceededError(

@@ -4,19 +4,27 @@ lines 5–6): its exponential-mechanism choice (``mwem-choice``) and its Laplace
 measurement (``mwem-measurement``). ``privsim audit --release NAME`` picks one
 (:data:`RELEASES`).
 
-**auction** — one epoch's coins (Algorithm 3, lines 11–17) as the top owner sees them.
-Adversary: ``owner-0``, the top bidder on D (and any colluding server the scenario
-names; a colluding curator sees every bid, so the ledger claims nothing). Neighbours:
-one record of another owner, ``owner-(K−1)``, changes so that its best bid passes
-owner-0's — bids D = (1, .5, .2, .1, …) against D′ = (1, .5, .2, 1.5) at K = 4 (issue
-#27's counterexample; other K: the first K of 1, .5, .2, .1, .05, …, the last raised
-to 1.5). owner-0 moves from rank 1 to rank 2; its τ-rule ask depends on its own data
-only, and would make its view constant, so there is none.
-Statistic: 1 if owner-0 is not asked, else 0 (larger: D′). Trials: the implementation's
-coins (:func:`~privsim.protocols.summarization.auction.draw_ask_matrix`) for the
-scenario's ``summarization.auction``, ε_auc and K, vectorised.
-Claim: ε_auc-DP per epoch (δ = 0) — the ledger's event for the private auction, and the
-paper's claim (Theorem 2; what privsim reported before issue #27) for the paper's. The
+**auction** — one epoch's coins (Algorithm 3, lines 11–17) as the coalition's owners
+see them together. Adversary: the owners the scenario names in
+``threat.colluding_clients`` (a count T: ``owner-0`` … ``owner-(T−1)``), ``owner-0``
+alone when it names none, and any colluding server (a colluding curator sees every bid,
+so the ledger claims nothing). Neighbours: the coalition's owners hold the top bids on
+D, in order, and the other owners follow by index; one record of the last of those
+others changes so that its best bid passes them all — with one owner, D = (1, .5, .2,
+.1, …) against D′ = (1, .5, .2, 1.5) at K = 4 (issue #27's counterexample; other K: the
+first K of 1, .5, .2, .1, .05, …, the last raised to 1.5). Every coalition owner moves
+down one rank (issue #37: k owners see k coins that each shift); their τ-rule asks depend
+on their own data only, and would make their view constant, so there are none.
+Statistic: k if the top coalition owner is not asked, plus 1 for each other coalition
+owner not asked (larger: D′); its thresholds are "the top one not asked" (the paper's
+coins ask it always on D) and "not all asked" (the private coins' extreme: all asked is
+e^{k·ε_auc} likelier on D). One owner: 1 if it is not asked. Trials: the
+implementation's coins (:func:`~privsim.protocols.summarization.auction.draw_ask_matrix`)
+for the scenario's ``summarization.auction``, ε_auc and K, vectorised.
+Claim: the ledger's guarantee for one epoch's ``auction`` entry against the coalition,
+the owners its viewers (:func:`~privsim.protocols.summarization.accounting.viewers`):
+k·ε_auc (δ = 0) for the private coins; for the paper's, the paper's claim, ε_auc-DP per
+owner (Theorem 2; what privsim reported before issue #27), composed the same way. The
 ledger records the paper's auction as (ε_auc, 1 − e^{−ε_auc}) per epoch;
 :func:`auction_plan` with that δ audits the record instead.
 
@@ -57,6 +65,7 @@ the curator's trust against the coalition.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import cast
 
 import dp_accounting
@@ -69,13 +78,14 @@ from privsim.protocols.summarization.auction import draw_ask_matrix
 from privsim.protocols.summarization.config import SummarizationConfig
 from privsim.protocols.summarization.mwem import MarginalMwem, MwemStep
 from privsim.scenarios.schema import Scenario
-from privsim.sim.events import BoundedRangeDpEvent
+from privsim.sim.events import BoundedRangeDpEvent, GenericPureDpEvent
 from privsim.sim.ledger import PrivacyLedger
 
 __all__ = [
     "CHOICE_ODDS",
     "OBSERVER",
     "RELEASES",
+    "auction_claim",
     "auction_plan",
     "audit_plan",
     "choice_plan",
@@ -86,7 +96,7 @@ __all__ = [
 ]
 
 F64 = npt.NDArray[np.float64]
-#: The top owner on D, whose view is audited.
+#: The top owner on D, whose view is audited when no owner colludes.
 OBSERVER = "owner-0"
 #: The bids on D, by owner, before truncation to K; D′ raises the last to RAISED.
 BIDS = (1.0, 0.5, 0.2, 0.1)
@@ -99,14 +109,21 @@ CHOICE_ODDS = 19.0
 PUBLIC_COUNT = 1_000_000
 
 
-def neighbouring_bids(owners: int) -> tuple[F64, F64]:
-    """(D, D′): owner-0 tops D; on D′ the last owner's bid passes it (rank 1 → 2)."""
+def neighbouring_bids(owners: int, top: Sequence[int] = (0,)) -> tuple[F64, F64]:
+    """(D, D′) by owner: the owners ``top`` hold the top bids on D, in that order, the
+    others follow by index; on D′ the last of the others passes them all, so each of
+    ``top`` moves down one rank (one owner: rank 1 → 2)."""
+    first = list(dict.fromkeys(top))
+    rest = [k for k in range(owners) if k not in first]
     if owners < 2:
         raise ValueError("one owner: no other owner's record can move its rank")
+    if not rest:
+        raise ValueError("every owner colludes: no other owner's record is left to protect")
     tail = BIDS[-1] * 0.5 ** np.arange(1, max(owners - len(BIDS), 0) + 1)
-    d = np.concatenate([BIDS, tail])[:owners].astype(np.float64)
+    d = np.empty(owners, dtype=np.float64)
+    d[first + rest] = np.concatenate([BIDS, tail])[:owners]
     d_prime = d.copy()
-    d_prime[-1] = RAISED
+    d_prime[rest[-1]] = RAISED
     return d, d_prime
 
 
@@ -119,18 +136,29 @@ def auction_plan(
     claimed_delta: float = 0.0,
     coalition: tuple[str, ...] = (OBSERVER,),
 ) -> AuditPlan:
-    """The audit of one epoch's ``variant`` coins against a claimed (ε, δ)."""
-    d, d_prime = neighbouring_bids(owners)
+    """The audit of one epoch's ``variant`` coins against a claimed (ε, δ), as the
+    owners among ``coalition`` see them (``owner-0`` if it holds none)."""
+    names = accounting.owner_names(owners)
+    top = [names.index(p) for p in coalition if p in names] or [names.index(OBSERVER)]
+    d, d_prime = neighbouring_bids(owners, top)
+    weights = np.ones(len(top))
+    weights[0] = len(top)  # the top one not asked outweighs all the others
 
     def trials(_scenario: Scenario | None, batch: TrialBatch, canary_in: bool) -> F64:
         rng = batch.streams(canary_in).generator("summarization", "auction")
         asks = draw_ask_matrix(d_prime if canary_in else d, epsilon_auc, rng, batch.count, variant)
-        return np.asarray(~asks[:, 0], dtype=np.float64)
+        return np.asarray(~asks[:, top] @ weights, dtype=np.float64)
 
+    first, others = names[top[0]], ", ".join(names[k] for k in top[1:])
+    mover = names[int(np.flatnonzero(d != d_prime)[0])]
+    statistic = f"{len(top)} if {first} is not asked" + (
+        f", plus 1 for each not asked among {others}" if others else ""
+    )
     return AuditPlan(
         neighbours=f"bids {tuple(d.tolist())} against {tuple(d_prime.tolist())}: one record "
-        f"of owner-{owners - 1} moves its bid past {OBSERVER}'s (rank 1 → 2)",
-        statistic=f"1 if {OBSERVER} is not asked ({variant} auction, ε_auc = {epsilon_auc:g})",
+        f"of {mover} moves its bid past {', '.join(names[k] for k in top)} (each down one "
+        "rank)",
+        statistic=f"{statistic} ({variant} auction, ε_auc = {epsilon_auc:g})",
         trials=trials,  # type: ignore[arg-type]
         claimed_epsilon=claimed_epsilon,
         claimed_delta=claimed_delta,
@@ -139,22 +167,53 @@ def auction_plan(
     )
 
 
+def _colluding_owners(scenario: Scenario, cfg: SummarizationConfig) -> tuple[str, ...]:
+    """The owners the audit's adversary holds: the scenario's colluding clients (a count
+    T: the first T owners, the worst case here), ``owner-0`` when it names none."""
+    colluding = scenario.threat.colluding_clients
+    names = accounting.owner_names(cfg.owners)
+    if isinstance(colluding, int):
+        return names[:colluding] or (OBSERVER,)
+    return tuple(p for p in colluding if p in names) or (OBSERVER,)
+
+
+def auction_claim(
+    scenario: Scenario, coalition: Sequence[str], event: dp_accounting.DpEvent
+) -> tuple[float, float]:
+    """The ledger's (ε, δ) against ``coalition`` for one epoch's auction entry charged as
+    :func:`~privsim.protocols.summarization.accounting.charge` charges it (trusting the
+    curator, the owners its viewers), each owner's coin ``event``."""
+    cfg = scenario.table("summarization", SummarizationConfig)
+    p = scenario.privacy
+    ledger = PrivacyLedger(p.epsilon, p.delta, on_overspend="allow", neighbour=p.neighbour)
+    ledger.charge(
+        accounting.AUCTION,
+        event,
+        trust=accounting.TRUST,
+        viewers=accounting.viewers(accounting.AUCTION, cfg),
+    )
+    ledger.settle(accounting.AUCTION)
+    g = ledger.guarantee(coalition)
+    return g.epsilon, g.delta
+
+
 def audit_plan(scenario: Scenario) -> AuditPlan:
     """The audit of one epoch's auction (see the module docstring)."""
     cfg = scenario.table("summarization", SummarizationConfig)
-    servers = tuple(scenario.threat.colluding_servers)
-    coalition = (OBSERVER, *servers)
-    epsilon, delta = (
-        accounting.auction_epoch(cfg) if cfg.auction == "private" else (cfg.auction_epsilon, 0.0)
+    coalition = (*_colluding_owners(scenario, cfg), *scenario.threat.colluding_servers)
+    # The private coins: the ledger's event; the paper's: its ε_auc-DP claim per owner.
+    event = (
+        accounting.auction_event(cfg)
+        if cfg.auction == "private"
+        else GenericPureDpEvent(cfg.auction_epsilon)
     )
-    if accounting.TRUST.broken_by(coalition):
-        epsilon = math.inf
+    epsilon, delta = auction_claim(scenario, coalition, event)
     return auction_plan(
         cfg.auction,
         cfg.auction_epsilon,
         cfg.owners,
         claimed_epsilon=epsilon,
-        claimed_delta=delta,
+        claimed_delta=0.0 if math.isinf(epsilon) else delta,
         coalition=coalition,
     )
 

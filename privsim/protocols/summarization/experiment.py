@@ -40,14 +40,10 @@ from privsim.scenarios.schema import Scenario
 from privsim.sim.ledger import PrivacyLedger
 from privsim.sim.streams import Streams
 
-__all__ = ["CONSUMER", "CURATOR", "owner_names", "plan_ledger", "run_summarization"]
+__all__ = ["CONSUMER", "CURATOR", "plan_ledger", "run_summarization"]
 
 CURATOR = accounting.CURATOR
 CONSUMER = "consumer"
-
-
-def owner_names(cfg: SummarizationConfig) -> tuple[str, ...]:
-    return tuple(f"owner-{k}" for k in range(cfg.owners))
 
 
 def _quality(setup: SetUp, x: np.ndarray, y: np.ndarray, gamma: float) -> dict[str, float]:
@@ -107,7 +103,7 @@ def run_summarization(scenario: Scenario, seed: int) -> RunResult:
     )
     ledger = plan_ledger(scenario)
 
-    owners = owner_names(cfg)
+    owners = accounting.owner_names(cfg.owners)
     world = build_world(scenario, streams, [CONSUMER, CURATOR, *owners])
     plan = CuratorPlan(
         owners=owners,

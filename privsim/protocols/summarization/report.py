@@ -91,8 +91,9 @@ def _auction_lines(d: Mapping[str, Any], a: Mapping[str, Any]) -> list[str]:
             f"basic composition; {asks}"
         ]
     return [
-        f"Auction     private coins e^ε/(1 + e^ε)·e^(−ε(i−1)): {_num(eps)}-DP per epoch, "
-        f"{epochs} epochs, {d['empty_epochs']} added no point; {asks}"
+        f"Auction     private coins e^ε/(1 + e^ε)·e^(−ε(i−1)): {_num(eps)}-DP per epoch for "
+        f"each owner (k colluding owners see k coins), {epochs} epochs, "
+        f"{d['empty_epochs']} added no point; {asks}"
     ]
 
 
