@@ -20,8 +20,9 @@ dp-accounting's sampled events and their RDP bounds are defined for):
   ``dp_accounting.SampledWithoutReplacementDpEvent(n, m, e)``, replace-one neighbours
   (n is public), so the multiplier is σ over the replace-one sensitivity.
 
-The ledger composes them as :mod:`privsim.sim.events` describes (PLD for a Poisson-
-sampled Gaussian, RDP bounds otherwise).
+The ledger composes them as :mod:`privsim.sim.events` describes (PLD for a sampled
+Gaussian, a fixed-size cohort's by the dominating pair of :mod:`privsim.sim.wor_pld`,
+with RDP as a cross-check; RDP bounds for sampled integer noise).
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ def test_plain_gaussians_are_composed_exactly() -> None:
 
 
 def test_rounds_sampled_without_replacement_match_the_ledger() -> None:
-    """The ledger composes them by RDP too: the same sum of curves, the same figure."""
+    """The ledger composes them as the running curve does (the smaller of the PLD of
+    their dominating pairs and the RDP sum), at the same interval: the same figure."""
     sampling = Sampling.fixed(1000, 50, "server")
     events = [sampling.wrap(dp_accounting.GaussianDpEvent(z)) for z in (0.9, 1.0, 1.1)]
     curve = _curve(events, "replace_one", 1e-4)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from privsim.kit.securesum.config import DcaConfig
 from privsim.kit.securesum.round import check_fixed_point, node_names
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.fedlearn import accounting
+from privsim.protocols.fedlearn.audit import AUDIT
 from privsim.protocols.fedlearn.canaries import canary_rate
 from privsim.protocols.fedlearn.cohort import planned_cohort
 from privsim.protocols.fedlearn.config import (
@@ -30,6 +30,7 @@ from privsim.protocols.fedlearn.config import (
     ModelConfig,
     TrainingConfig,
 )
+from privsim.protocols.fedlearn.example import EXAMPLE
 from privsim.protocols.fedlearn.federated import check_learner, preflight_data
 from privsim.protocols.fedlearn.figures import draw_study, html_figures
 from privsim.protocols.fedlearn.plan import check_mean_mode, plan_training
@@ -145,17 +146,6 @@ STUDY = StudyView(
     html_figures=html_figures,
 )
 
-EXAMPLE: dict[str, Any] = {
-    "name": "fedlearn-example",
-    "seed": 1,
-    "protocol": "fedlearn",
-    "population": {"clients": 60, "compute_nodes": 3},
-    "privacy": {"epsilon": 4.0, "delta": 1e-5},
-    "training": {"rounds": 4, "cohort": 20, "aggregation": "dca", "local_epochs": 1},
-    "dataset": {"source": "synthetic", "synthetic_features": 10, "synthetic_classes": 3},
-    "model": {"name": "softmax"},
-    "network": {"encryption": "none"},
-}
 
 FEDLEARN = ProtocolSpec(
     name="fedlearn",
@@ -184,6 +174,7 @@ FEDLEARN = ProtocolSpec(
     },
     overspend={"training.noise_multiplier": 0.3},
     example=EXAMPLE,
+    audit=AUDIT,
 )
 
 PROTOCOLS = (FEDLEARN,)
