@@ -19,6 +19,7 @@ from privsim import registry
 from privsim.kit.result import RunResult
 from privsim.scenarios.errors import FieldError, ScenarioError
 from privsim.scenarios.schema import Scenario
+from privsim.sim.ledger import forget_known
 
 if TYPE_CHECKING:
     from privsim.sim.ledger import PrivacyLedger
@@ -46,12 +47,13 @@ def run(scenario: Scenario, seed: int | None = None, *, preflight: bool = True) 
     :class:`~privsim.scenarios.errors.ScenarioError` naming the field; a NaN anywhere in
     the result raises :class:`ResultError`."""
     spec = registry.get(scenario.protocol)
+    forget_known()  # a run never reuses another run's figures: a pure function of its seed
     try:
         if preflight:
             spec.preflight(scenario)  # the data's files and columns, named before the run
         result = spec.run(scenario, scenario.seed if seed is None else seed)
-    except FieldError as exc:
-        raise ScenarioError(exc.field, exc.problem, exc.fix) from None
+    except FieldError as exc:  # keeps a user's exception (a user model's) as the cause
+        raise ScenarioError(exc.field, exc.problem, exc.fix) from exc.__cause__
     where = nan_field(result, details_name=scenario.protocol)
     if where is not None:
         raise ResultError(where, scenario.name[:60])

@@ -16,6 +16,7 @@ from privsim.cluster import on_cluster
 from privsim.kit.result import without_timing
 from privsim.kit.securesum import pool
 from privsim.protocols.dca.run import simulate
+from privsim.studies import executors
 from privsim.studies.executors import SchedulerError
 from tests.conftest import make_scenario
 from tests.kit.test_share_pool import _fingerprint
@@ -82,7 +83,9 @@ def test_the_api_runs_on_a_cluster_with_the_same_result(cluster_address, monkeyp
     assert json.dumps(remote, sort_keys=True) == json.dumps(local, sort_keys=True)
 
 
-def test_an_unreachable_scheduler_is_a_named_error():
+def test_an_unreachable_scheduler_is_a_named_error(monkeypatch):
+    # Dask retries the refused connection until the timeout, then the same named error
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(SchedulerError, match="cannot reach the Dask scheduler"):
         with on_cluster("tcp://127.0.0.1:9"):
             pass

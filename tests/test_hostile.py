@@ -655,3 +655,69 @@ def test_batched_secagg_inputs_run_or_name_their_field(changes, field):
 
     small = {**SCENARIOS["secagg_plus"], "population": {"clients": 120}}
     _runs_or_names(set_fields(small, {"network.encryption": "sized", **changes}), field)
+
+
+def _threat_inputs() -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    """fedlearn's example (2 rounds) with the threat table's training fields drawn from
+    valid and hostile values: every attack, targets in and out of the population,
+    poisoning tables with shares, kinds and factors past their bounds, against every
+    aggregation and both models, with or without the server colluding."""
+    from privsim.protocols.fedlearn import EXAMPLE
+    from privsim.scenarios.convert import set_fields
+
+    attacks = st.sampled_from(
+        [None, "reconstruction", "membership", "dropout_isolation", "model_inconsistency",
+         "sybil", "", 3]
+    )  # fmt: skip
+    targets = st.sampled_from([None, "client-0", "client-59", "client-60", "server", "", "x"])
+    poisoning = st.one_of(
+        st.none(),
+        st.fixed_dictionaries(
+            {
+                "share": st.sampled_from([0.0, 0.1, 0.5, 0.99, 1.0, -0.1, float("nan")]),
+                "kind": st.sampled_from(["scale", "sign_flip", "replace", "bogus"]),
+                "factor": st.sampled_from([1.0, 10.0, 1e6, 1e7, 0.0, float("inf")]),
+            }
+        ),
+    )
+    secure = {
+        "training.sampling": "poisson",
+        "training.rate": 0.3,
+        "privacy.neighbour": "add_remove",
+    }
+
+    @st.composite
+    def build(draw: Any) -> tuple[str, dict[str, Any]]:
+        aggregation = draw(st.sampled_from(["dca", "trusted", "local", "secagg", "secagg_plus"]))
+        changes: dict[str, Any] = {
+            "training.rounds": 2,
+            "training.aggregation": aggregation,
+            "privacy.on_overspend": "allow",
+            "model.name": draw(st.sampled_from(["softmax", "mlp"])),
+            "threat.colluding_servers": draw(st.sampled_from([[], ["server"]])),
+            "threat.colluding_clients": draw(st.sampled_from([0, 3, 30])),
+            "training.update_check": draw(st.sampled_from(["none", "norm_bound", "range_check"])),
+            "training.model_check": draw(st.booleans()),
+            "faults.absent": draw(st.sampled_from([0.0, 0.5, 1.0])),
+        }
+        if aggregation.startswith("secagg"):
+            changes.update(secure)
+        for field, value in (
+            ("threat.attack", draw(attacks)),
+            ("threat.target", draw(targets)),
+            ("threat.poisoning", draw(poisoning)),
+        ):
+            if value is not None:
+                changes[field] = value
+        return f"fedlearn with {changes}", set_fields(EXAMPLE, changes)
+
+    return build()
+
+
+@settings(CI, max_examples=max(15, CI.max_examples // 25))
+@given(_threat_inputs())
+def test_attacks_on_training_run_or_fail_with_a_named_error(case):
+    """Every attack and poisoning table, valid or hostile, against every aggregation: a
+    run with finite figures (no NaN in the result or its ``attack`` section) or a named
+    error, never a traceback or a hang."""
+    _explained(scenario_outcome, *case)

@@ -15,7 +15,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CURVES", "CURVES_FILE", "ID_COLUMNS", "ReportKit", "curves_table", "write_curves"]
+__all__ = [
+    "CURVES",
+    "CURVES_FILE",
+    "ID_COLUMNS",
+    "ReportKit",
+    "curves_table",
+    "escape_formulas",
+    "write_curves",
+]
 
 #: The row key (and the rows frame's column) of a replication's per-round dicts.
 CURVES = "curves"
@@ -99,7 +107,30 @@ def write_curves(frame: Any, out: str | Path) -> Path | None:
     table = curves_table(frame)
     if table.empty:
         return None
-    return write_text(CURVES_FILE, table.to_csv(index=False), within=out, what="curves table")
+    text = escape_formulas(table).to_csv(index=False)
+    return write_text(CURVES_FILE, text, within=out, what="curves table")
+
+
+#: What a spreadsheet reads as the start of a formula in a cell (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_formulas(table: Any) -> Any:
+    """``table`` with every text cell (and column name) that a spreadsheet would run as
+    a formula prefixed by a single quote, the CSV-export convention (OWASP); numbers are
+    left as they are."""
+    import pandas as pd
+
+    def cell(value: Any) -> Any:
+        if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+            return "'" + value
+        return value
+
+    out = table.copy()
+    for column in out.columns:
+        if pd.api.types.is_object_dtype(out[column]) or pd.api.types.is_string_dtype(out[column]):
+            out[column] = out[column].map(cell)
+    return out.rename(columns=lambda c: cell(c) if isinstance(c, str) else c)
 
 
 class ReportKit:

@@ -364,6 +364,9 @@ class RunResult:
     coalition: Coalition = field(default_factory=Coalition)
     methods: Mapping[str, MethodResult] = field(default_factory=dict)
     details: Mapping[str, Any] = field(default_factory=dict)
+    attack: Mapping[str, Any] | None = None
+    """What an attack on training achieved (``threat.attack``, ``threat.poisoning``):
+    ``success``, ``rounds_recovered`` and the attack's own figures; absent otherwise."""
     privsim_version: str = __version__
 
     def __post_init__(self) -> None:
@@ -456,6 +459,7 @@ class RunResult:
             "coalition": jsonable(self.coalition),
             "methods": jsonable(self.methods),
             self.protocol: jsonable(self.details),
+            **({"attack": jsonable(self.attack)} if self.attack is not None else {}),
             "timing": jsonable(self.timing),
             "scenario": jsonable(self.scenario),
         }

@@ -402,6 +402,15 @@ class ProtocolSpec:
             auditable."""
         ),
     )
+    training_threats: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict,
+        metadata=_doc(
+            """The attacks on training the protocol mounts (``threat.attack``,
+            ``threat.poisoning``), each named with the dotted fields that set it up on the
+            example (the contract test runs every one with no data: nothing may be
+            released). Empty (the default): the protocol refuses those fields by name."""
+        ),
+    )
     attacks: Mapping[str, Callable[..., Any]] = field(
         default_factory=dict,
         metadata=_doc(

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_MAX_MEMORY",
     "DEFAULT_MAX_SECONDS",
     "MAX_MEMORY_ENV",
+    "MAX_SECONDS_EVEN_LARGE",
     "MAX_TIME_ENV",
     "check_footprint",
     "check_numbers",
@@ -123,10 +124,25 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
+#: The longest estimated wall time accepted even under ``--allow-large``: a run past a
+#: year on the reference machine's core would not finish; ``--allow-large`` lifts the
+#: limit, never the check that the work can finish.
+MAX_SECONDS_EVEN_LARGE = 365 * 86400.0
+
+
 def check_time(scenario: Scenario, seconds: float, field: str) -> None:
     """Refuse a scenario whose estimated wall time exceeds :func:`time_limit`, naming
     the field that dominates it (a run that would not finish is an error now, not a
-    silent hang later). ``--allow-large`` lifts it."""
+    silent hang later). ``--allow-large`` lifts it up to :data:`MAX_SECONDS_EVEN_LARGE`
+    (an infinite or absurd estimate is refused whatever the flags)."""
+    if not (math.isfinite(seconds) and seconds <= MAX_SECONDS_EVEN_LARGE):
+        raise FieldError(
+            field,
+            f"protocol {scenario.protocol!r} would take about {format_seconds(seconds)} to run "
+            f"(an estimate), more than {format_seconds(MAX_SECONDS_EVEN_LARGE)}: it would not "
+            "finish, and --allow-large does not lift this",
+            f"lower {field}",
+        )
     limit = time_limit()
     if (not math.isfinite(seconds) or seconds > limit) and not allow_large():
         raise FieldError(

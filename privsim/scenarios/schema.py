@@ -12,6 +12,7 @@ used directly, so a scenario and the engine cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -135,6 +136,40 @@ class NetworkConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PoisoningConfig:
+    """Malicious clients in training (``threat.poisoning``): a ``share`` of the population,
+    drawn from the run's streams, skip clipping and send a poisoned update."""
+
+    share: float
+    """The share of the population that is malicious, in [0, 1)."""
+    kind: Literal["scale", "sign_flip", "replace"] = "scale"
+    """``scale``: the honest update times ``factor``, unclipped; ``sign_flip``: its negative
+    times ``factor``; ``replace``: model replacement (Bagdasaryan et al. 2020), the update that
+    moves the global model to a chosen model, boosted by the planned cohort."""
+    factor: float = 10.0
+    """The boost of ``scale`` and ``sign_flip`` (> 0)."""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.share, (int, float)) and 0.0 <= self.share < 1.0):
+            raise FieldError(
+                "threat.poisoning.share",
+                f"must be in [0, 1), got {self.share!r}",
+                "give the malicious share of the population, e.g. 0.05",
+            )
+        if not (math.isfinite(self.factor) and 0.0 < self.factor <= 1e6):
+            raise FieldError(
+                "threat.poisoning.factor",
+                f"must be in (0, 1e6], got {self.factor!r}",
+                "give the boost of the poisoned update, e.g. 10",
+            )
+
+
+TrainingAttackName = Literal[
+    "reconstruction", "membership", "dropout_isolation", "model_inconsistency"
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ThreatConfig:
     """The realised coalition: ``colluding_clients`` is a count T (drawn) or party ids;
     ``colluding_servers`` names compute nodes (``compute-0``…) or the ``aggregator``."""
@@ -145,6 +180,15 @@ class ThreatConfig:
     colluding_servers: tuple[str, ...] = ()
     """Colluding servers by party id: compute nodes (``compute-0``, ...), the ``aggregator``, a
     curator or a protocol's own server roles."""
+    attack: TrainingAttackName | None = None
+    """An attack on training mounted by the colluding servers (``fedlearn`` only):
+    ``reconstruction`` and ``membership`` (passive), ``dropout_isolation`` and
+    ``model_inconsistency`` (an active server); see the threat models' training page."""
+    target: str | None = None
+    """The client the active attacks isolate (default: one drawn from the run's streams)."""
+    poisoning: PoisoningConfig | None = None
+    """Malicious clients in training (``fedlearn`` only), e.g.
+    ``{share = 0.1, kind = "scale"}``."""
 
     def __post_init__(self) -> None:
         if isinstance(self.colluding_clients, int) and self.colluding_clients < 0:
@@ -263,6 +307,15 @@ class Scenario(ScenarioFields):
                 f"{colluders} colluding clients but only {n} clients",
                 f"use at most {n}",
             )
+        if not spec.training_threats:
+            threat = self.threat
+            for name in ("attack", "target", "poisoning"):
+                if getattr(threat, name) is not None:
+                    raise FieldError(
+                        f"threat.{name}",
+                        f"protocol {self.protocol!r} mounts no attack on training",
+                        f"remove threat.{name}, or use protocol 'fedlearn'",
+                    )
         spec.check(self)
         # Before any run: the common numbers, the memory the run needs, and every
         # party id and role the scenario names (privsim.scenarios.checks).

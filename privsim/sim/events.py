@@ -66,7 +66,7 @@ from dp_accounting.pld.common import DifferentialPrivacyParameters
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution as PLD
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_module
 
-from privsim.sim import pld_tails, sampled_pld, wor_pld
+from privsim.sim import pld_loops, pld_tails, sampled_pld, wor_pld
 from privsim.sim.integer_bounds import (
     SUBSAMPLED_MAX_ORDER,
     IntegerNoiseDpEvent,
@@ -77,6 +77,7 @@ from privsim.sim.integer_bounds import (
 from privsim.sim.share_pair import SampledSharesGaussianDpEvent, shares_pair_pld
 
 pld_tails.install()
+pld_loops.install()
 
 __all__ = [
     "MAX_PLD_EPSILON",
@@ -333,6 +334,56 @@ def poisson_gaussian_rdp(q: float, noise_multiplier: float, max_order: int) -> F
 WOR_INTEGER_ORDERS: tuple[int, ...] = (*range(2, 65), 128, 256)
 
 
+def wor_gaussian_rdp(q: float, noise_multiplier: float, orders: F64) -> F64:
+    """dp-accounting's ``_compute_rdp_sample_wor_gaussian`` (Wang, Balle &
+    Kasiviswanathan 2019, Theorem 27) at integer orders 2 … 256, bit for bit, with the
+    forward differences of exp(cgf) computed once for the largest order
+    (:func:`~privsim.sim.pld_loops.forward_diffs`, a pass at a time) and read by every
+    order: dp-accounting recomputes them per order, O(α²) Python steps each, from the
+    same values by the same steps (the differences at 0 up to order α read only the
+    first α + 2 values), so each order's prefix is the same. Any other order or q
+    outside (0, 1): the library's own function."""
+    grid = np.asarray(orders, dtype=np.float64)
+    if (
+        not 0 < q < 1
+        or grid.size == 0
+        or np.any((grid != np.floor(grid)) | (grid < 2) | (grid > 256))
+    ):
+        return np.asarray(
+            rdp_module._compute_rdp_sample_wor_gaussian(q, noise_multiplier, grid), dtype=np.float64
+        )
+    sigma = noise_multiplier
+
+    def cgf(x: float) -> float:
+        return x * 1.0 * (x + 1) / (2.0 * sigma**2)
+
+    def func(x: float) -> float:
+        return 1.0 * x / (2.0 * sigma**2)
+
+    deltas, _ = pld_loops.forward_diffs(cgf, int(grid.max()))
+    log_f2m1 = func(2.0) + math.log1p(-np.exp(-func(2.0)))
+    out = []
+    for order in grid:
+        alpha = int(order)
+        log_a: float = 0
+        for i in range(2, alpha + 1):
+            if i == 2:
+                s = (
+                    2 * np.log(q)
+                    + rdp_module._log_comb(alpha, 2)
+                    + np.minimum(np.log(4) + log_f2m1, func(2.0) + np.log(2))
+                )
+            else:
+                delta_lo = deltas[int(2 * np.floor(i / 2.0)) - 1]
+                delta_hi = deltas[int(2 * np.ceil(i / 2.0)) - 1]
+                s = np.log(4) + 0.5 * (delta_lo + delta_hi)
+                s = np.minimum(s, np.log(2) + cgf(i - 1))
+                s += i * np.log(q) + rdp_module._log_comb(alpha, i)
+            log_a = rdp_module._log_add(log_a, s)
+        out.append(float(log_a) / (order - 1))
+    return np.array(out, dtype=np.float64)
+
+
 @functools.lru_cache(maxsize=1024)
 def _sampled_curve(leaf: Sampled) -> tuple[F64, F64]:
     """(integer orders, ε(α) there) of a sampled leaf with 0 < q < 1, cached per leaf (a
@@ -341,7 +392,7 @@ def _sampled_curve(leaf: Sampled) -> tuple[F64, F64]:
     if isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent):
         grid = np.asarray(WOR_INTEGER_ORDERS, dtype=np.float64)
         z = inner.noise_multiplier
-        values = rdp_module._compute_rdp_sample_wor_gaussian(q, z, grid)
+        values = wor_gaussian_rdp(q, z, grid)
         values = np.minimum(np.asarray(values, dtype=np.float64), grid / (2.0 * z**2))
     elif type(inner) is dp_accounting.GaussianDpEvent:
         grid = np.arange(2, SUBSAMPLED_MAX_ORDER + 1, dtype=np.float64)

@@ -628,10 +628,46 @@ def epsilon_of(
     """ε at δ of the composition of ``events``: Gaussians in closed form, integer noise by
     RDP, anything else by the PLD of its leaves, and the smaller of that and the RDP
     composition with bounded-range or sampled events (Poisson or without replacement;
-    see the module docstring)."""
+    see the module docstring).
+
+    A pure function of the leaves, δ and the relation, so its figure is cached when the
+    leaves are hashable (every event class here is a frozen attrs class): a run asks for
+    the same composition several times over — the planner's last z is the plan's R
+    rounds, the planned charges are charged again as the rounds run, a round released
+    as planned settles to the same events, and the guarantee is read per coalition."""
     found = leaves(events)
     if not found:
         return 0.0
+    key = tuple(found)
+    try:
+        hash(key)
+    except TypeError:
+        return _epsilon_of_leaves(key, float(delta), neighbour)
+    relation = _relation(key, neighbour)
+    epsilon = _epsilon_of_cached(key, float(delta), relation)
+    _remember(key, float(delta), relation, epsilon)
+    return epsilon
+
+
+def _relation(
+    found: Iterable[tuple[dp_accounting.DpEvent, int]], neighbour: Neighbour
+) -> Neighbour:
+    """``neighbour``, or "add_remove" when no leaf's accounting depends on it (only
+    randomized response's does): one cached figure for both relations (the planner
+    composes its rounds under the default, the ledger under the scenario's)."""
+    if any(isinstance(leaf, dp_accounting.RandomizedResponseDpEvent) for leaf, _ in found):
+        return neighbour
+    return "add_remove"
+
+
+def _epsilon_of_leaves(
+    found: tuple[tuple[dp_accounting.DpEvent, int], ...], delta: float, neighbour: Neighbour
+) -> float:
+    """:func:`epsilon_of` of its (non-empty) leaves, uncached."""
+    return _epsilon_of_list(list(found), delta, neighbour)
+
+
+def _epsilon_of_list(found: Leaves, delta: float, neighbour: Neighbour) -> float:
     if _trivially_infinite(found, delta):
         return math.inf
     if all(type(leaf) is dp_accounting.GaussianDpEvent for leaf, _ in found):
@@ -645,6 +681,107 @@ def epsilon_of(
         if by_rdp is not None:
             epsilon = min(epsilon, by_rdp)
     return epsilon
+
+
+#: :func:`epsilon_of`'s figures by (leaves, δ, relation): floats, so a few thousand cost
+#: little, while one composition of sampled rounds at a fine interval takes seconds.
+_epsilon_of_cached = functools.lru_cache(maxsize=4096)(_epsilon_of_leaves)
+
+
+#: The figures :func:`epsilon_of` found, by the leaves they compose (in order), δ and
+#: the relation: each leaf's count and the ε (:func:`_dominated_within`). Both tables are
+#: cleared when they hold :data:`_KNOWN_LIMIT` figures.
+_known: dict[tuple[object, ...], dict[tuple[int, ...], float]] = {}
+#: Of :data:`_known`, the compositions of one Gaussian leaf (plain, or on a Poisson or
+#: fixed-size sample), by the leaf's family, δ and relation: ε by (multiplier, count).
+_known_gaussian: dict[tuple[object, ...], dict[tuple[float, int], float]] = {}
+_KNOWN_LIMIT = 4096
+_known_count = [0]
+
+
+def forget_known() -> None:
+    """Empty the table of figures a charge's check may reuse (:func:`_dominated_within`).
+    Called at the start of every run: a figure left by another run (for a larger
+    composition: a valid bound, but possibly a smaller one than this run's own
+    computation gives) could otherwise turn a refusal into a pass, and a run would
+    depend on what ran before it in the same process."""
+    _known.clear()
+    _known_gaussian.clear()
+    _known_count[0] = 0
+
+
+def _remember(
+    found: tuple[tuple[dp_accounting.DpEvent, int], ...],
+    delta: float,
+    neighbour: Neighbour,
+    epsilon: float,
+) -> None:
+    key = (*(leaf for leaf, _ in found), delta, neighbour)
+    counts = tuple(n for _, n in found)
+    if counts in _known.get(key, {}):
+        return
+    if _known_count[0] >= _KNOWN_LIMIT:
+        _known.clear()
+        _known_gaussian.clear()
+        _known_count[0] = 0
+    _known_count[0] += 1
+    _known.setdefault(key, {})[counts] = epsilon
+    if len(found) == 1:
+        family = _gaussian_family(found[0][0])
+        if family is not None:
+            runs = _known_gaussian.setdefault((family[0], delta, neighbour), {})
+            runs[(family[1], found[0][1])] = epsilon
+
+
+def _gaussian_family(leaf: dp_accounting.DpEvent) -> tuple[object, float] | None:
+    """(family, multiplier) of a Gaussian leaf, plain or on a sample: two leaves of one
+    family differ only in the multiplier, and the one with more noise is the other
+    followed by independent noise (post-processing). None for any other leaf."""
+    inner = leaf
+    if isinstance(leaf, dp_accounting.PoissonSampledDpEvent):
+        family: object = ("poisson", leaf.sampling_probability)
+        inner = leaf.event
+    elif isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent):
+        family = ("fixed", leaf.source_dataset_size, leaf.sample_size)
+        inner = leaf.event
+    else:
+        family = ("gaussian",)
+    if type(inner) is not dp_accounting.GaussianDpEvent:
+        return None
+    return family, float(inner.noise_multiplier)
+
+
+def _dominated_within(
+    found: Leaves, delta: float, neighbour: Neighbour, budget: float
+) -> float | None:
+    """A charge's shortcut: the ε :func:`epsilon_of` found for the same leaves each
+    composed at least as many times, when it meets ``budget`` (the smallest such), else
+    None; or found for R rounds of one Gaussian leaf (:func:`_gaussian_family`) when
+    this composition is at most R leaves of that family, none with less noise. It
+    bounds this composition's ε: that figure bounds the true ε of the larger
+    composition, and this one is a post-processing of it (its releases are part of the
+    larger one's, each with independent noise added where it has more), which cannot
+    add to ε. The planner's R rounds at its z are such a figure for every planned
+    round, and for rounds realised with more noise than planned."""
+    key = (*(leaf for leaf, _ in found), float(delta), _relation(found, neighbour))
+    try:
+        seen = _known.get(key)
+    except TypeError:  # an unhashable leaf: never remembered
+        return None
+    counts = [n for _, n in found]
+    covering = [
+        eps
+        for more, eps in (seen or {}).items()
+        if all(m >= n for m, n in zip(more, counts, strict=True))
+    ]
+    families = [_gaussian_family(leaf) for leaf, _ in found]
+    if all(f is not None for f in families) and len({f[0] for f in families if f}) == 1:
+        least = min(f[1] for f in families if f)  # the least noise among the leaves
+        runs = _known_gaussian.get((families[0][0], float(delta), _relation(found, neighbour)))  # type: ignore[index]
+        total = sum(counts)
+        covering += [eps for (z, m), eps in (runs or {}).items() if z <= least and m >= total]
+    best = min(covering, default=math.inf)
+    return best if best <= budget else None
 
 
 def _quick_within(found: Leaves, delta: float, neighbour: Neighbour, budget: float) -> float | None:
@@ -730,8 +867,10 @@ def composition(
     The PLD applies when it is smaller by more than :data:`PURE_MARGIN`, or when it alone
     meets ``budget``: a pure guarantee is the stronger statement at (nearly) equal ε.
     ``lazy`` (a charge's check): when the basic sum already meets ``budget`` the PLD is
-    not computed, nor with sampled events when their RDP composition meets it (the
-    :class:`Composition` then holds that figure). Other events: :func:`epsilon_of` at
+    not computed, nor with sampled events when their RDP composition meets it, nor when
+    a figure already found for the same leaves composed at least as many times meets it
+    (:func:`_dominated_within`; the :class:`Composition` then holds that figure, an
+    upper bound). Other events: :func:`epsilon_of` at
     ``delta``."""
     events = list(events)
     found = leaves(events)
@@ -742,6 +881,8 @@ def composition(
         quick = (
             _quick_within(found, delta, neighbour, budget) if lazy and budget is not None else None
         )
+        if quick is None and lazy and budget is not None:
+            quick = _dominated_within(found, delta, neighbour, budget)
         if quick is not None:
             return Composition(quick, delta, Method.ACCOUNTANT)
         return Composition(epsilon_of(events, delta, neighbour=neighbour), delta, Method.ACCOUNTANT)

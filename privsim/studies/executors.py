@@ -51,6 +51,9 @@ MAX_ROW_CHARS = 1_000_000
 MAX_ROW_DEPTH = 12
 #: Keys every row has, and which must match the task the client submitted.
 TASK_KEYS = ("row_id", "cell", "replication", "seed")
+#: How long a client keeps trying to reach a Dask scheduler before the run fails with
+#: "cannot reach the Dask scheduler" (Dask retries a refused connection until then).
+CONNECT_TIMEOUT = "10s"
 RunFn = Callable[[dict[str, Any], Task], dict[str, Any]]
 
 
@@ -347,7 +350,7 @@ class DaskExecutor:
                         "and --tls-key (or set distributed.comm.tls in Dask's configuration)"
                     )
             try:
-                self.client = Client(scheduler, timeout="10s", security=security)
+                self.client = Client(scheduler, timeout=CONNECT_TIMEOUT, security=security)
             except (OSError, TimeoutError, ValueError, TypeError) as exc:
                 raise SchedulerError(
                     f"cannot reach the Dask scheduler at {scheduler!r} ({type(exc).__name__}: "

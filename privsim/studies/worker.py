@@ -115,6 +115,7 @@ def flatten_result(result: Mapping[str, Any]) -> dict[str, Any]:
             for name, m in (result.get("methods") or {}).items()
         },
         "timing": dict(result["timing"]),
+        "attack": _attack(result.get("attack")),
     }
     spec = registry.get(result["protocol"])
     row = _merge(_present(row), spec.flatten(result))
@@ -122,6 +123,16 @@ def flatten_result(result: Mapping[str, Any]) -> dict[str, Any]:
     if curves is not None:
         row[CURVES] = curves
     return row
+
+
+def _attack(a: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """An attack's scalar figures; its list of rounds recovered as their count."""
+    if not a:
+        return None
+    out = {k: v for k, v in a.items() if isinstance(v, (int, float, str, bool)) or v is None}
+    if isinstance(a.get("rounds_recovered"), list):
+        out["rounds_recovered"] = len(a["rounds_recovered"])
+    return out
 
 
 def _curves(result: Mapping[str, Any], key: str) -> list[dict[str, Any]] | None:
@@ -141,6 +152,8 @@ def _present(section: dict[str, Any]) -> dict[str, Any]:
 
 
 _BLAS_LIMITED = False
+
+
 def init_worker_process(parent: int | None = None) -> None:
     """Set up a study worker process: it ignores Ctrl-C (the sweep stops its workers
     itself and keeps the finished rows, with no traceback from each worker), and it ends

@@ -17,7 +17,7 @@ import tempfile
 import typing
 import unittest
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -230,7 +230,32 @@ def every_client_absent_aborts_naming_why(spec: ProtocolSpec) -> None:
     ``privsim run`` exits 4 saying so, and the result is ``aborted`` with no accuracy
     and an ``Abort`` whose reason and detail say why."""
     roles = _data_holders(spec)
-    absent = _example(spec, **{"faults.absent": 1.0, "faults.roles": roles})
+    _aborts_naming_why(_example(spec, **_absent(roles)), roles)
+    for name, fields in spec.training_threats.items():  # an attack never conjures data
+        try:
+            _aborts_naming_why(_example(spec, **fields, **_absent(roles)), roles)
+        except AssertionError as exc:
+            raise AssertionError(f"with the attack on training {name!r}: {exc}") from None
+    for option in _releasing_options(spec):  # releasing beyond a threshold, never nothing
+        try:
+            _aborts_naming_why(_example(spec, **option, **_absent(roles)), roles)
+        except AssertionError as exc:
+            raise AssertionError(f"with {option}: {exc}") from None
+
+
+def _releasing_options(spec: ProtocolSpec) -> list[dict[str, Any]]:
+    """The options of ``spec``'s tables that release past a dropout threshold (each
+    must still release nothing when nothing reached the sum)."""
+    return [{"dca.on_excess_dropout": "release"}] if "dca" in spec.tables else []
+
+
+def _absent(roles: Sequence[str]) -> dict[str, Any]:
+    return {"faults.absent": 1.0, "faults.roles": list(roles)}
+
+
+def _aborts_naming_why(absent: Mapping[str, Any], roles: Sequence[str]) -> None:
+    """``privsim run`` of ``absent`` exits 4 saying nothing was released, its result
+    aborted with a reason and no accuracy."""
     with _folder() as tmp:
         code, _, err = _cli("run", _toml(tmp, absent), "--out", str(tmp / "out"))
         assert code == _EXIT_ABORTED, (

@@ -39,3 +39,34 @@ def test_local_processes_and_a_dask_cluster_give_the_same_rows(tmp_path, name):
         rows, again = rows_without_timing(a.rows()), rows_without_timing(b.rows())
     assert len(rows) == 2
     assert rows == again
+
+
+def test_the_threat_study_of_training_gives_the_same_rows_with_1_and_2_workers(tmp_path):
+    """Every attack on training (the cases of privsim/studies/fedlearn-threats.toml, at
+    one coalition size and without noise, where each attack recovers something) gives
+    the same rows, attack sections included, with one worker process, two, and an
+    in-process Dask cluster."""
+    import tomllib
+    from pathlib import Path
+
+    shipped = Path(__file__).resolve().parents[2] / "privsim" / "studies"
+    data = tomllib.loads((shipped / "fedlearn-threats.toml").read_text(encoding="utf-8"))
+    data["name"] = "executors-threats"
+    data["replications"] = 1
+    data["overrides"]["training.rounds"] = 2
+    data["grid"] = {"threat.colluding_clients": [5], "training.noise_multiplier": [0.0]}
+    path = tmp_path / "threats.toml"
+    path.write_text(tomli_w.dumps(data), encoding="utf-8")
+    study = load_study(path)
+    sweep(study, tmp_path / "one", workers=1, progress=None)
+    sweep(study, tmp_path / "two", workers=2, progress=None)
+    sweep(study, tmp_path / "dask", scheduler="local", workers=2, progress=None)
+    with (
+        ResultStore(tmp_path / "one") as a,
+        ResultStore(tmp_path / "two") as b,
+        ResultStore(tmp_path / "dask") as c,
+    ):
+        one, two, dask = (rows_without_timing(s.rows()) for s in (a, b, c))
+    assert len(one) == len(data["cases"])
+    assert all(isinstance(row["attack"]["success"], float) for row in one)
+    assert one == two == dask

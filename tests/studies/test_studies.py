@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from privsim.cli import main
-from privsim.studies import ResultStore, StudyError, load, load_study
+from privsim.studies import ResultStore, StudyError, executors, load, load_study
 from privsim.studies.executors import SchedulerError
 from privsim.studies.store import rows_without_timing
 from privsim.studies.sweep import sweep
@@ -73,7 +73,9 @@ def test_bad_grids_fail_before_any_work(tmp_path, grid, words):
         load_study(_study_file(tmp_path, grid))
 
 
-def test_unreachable_scheduler_fails_before_work(tmp_path):
+def test_unreachable_scheduler_fails_before_work(tmp_path, monkeypatch):
+    # Dask retries the refused connection until the timeout, then the same named error
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT", "1s")
     study = load_study(_study_file(tmp_path, GRID))
     with pytest.raises(SchedulerError, match="cannot reach"):
         sweep(study, tmp_path / "out", scheduler="tcp://127.0.0.1:9", progress=None)

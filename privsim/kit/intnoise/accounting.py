@@ -220,8 +220,11 @@ class IntegerAccount:
     order: float
 
     @property
-    def event(self) -> dp_accounting.GaussianDpEvent:
-        """The ledger's event for this release (:func:`equivalent_gaussian`)."""
+    def event(self) -> dp_accounting.DpEvent:
+        """The ledger's event for this release (:func:`equivalent_gaussian`); a release
+        whose bound is infinite (no noise) is non-private."""
+        if not math.isfinite(self.epsilon):
+            return dp_accounting.NonPrivateDpEvent()
         return equivalent_gaussian(self.epsilon, self.delta)
 
     @property

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from privsim.kit.intnoise.accounting import IntegerAccount
 from privsim.kit.intnoise.modulus import ModulusPlan, to_modular
 from privsim.kit.intnoise.noise import IntegerNoise
-from privsim.kit.intnoise.rounding import scale_and_round
+from privsim.kit.intnoise.rounding import randomised_round, scale_and_round
 from privsim.kit.intnoise.samplers import sample_discrete_gaussian, sample_skellam
 from privsim.kit.securesum.inputs import ClientInputs, ClientMessages
 
@@ -56,11 +56,19 @@ def client_generator(words: npt.NDArray[np.uint64]) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(w) for w in words])))
 
 
+#: The largest magnitude of a malicious client's scaled coordinate before reduction.
+UNCLIPPED_LIMIT = float(2**62)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IntegerClientInputs(ClientInputs):
-    """:class:`~privsim.kit.securesum.inputs.ClientInputs` with integer noise mod 2^b."""
+    """:class:`~privsim.kit.securesum.inputs.ClientInputs` with integer noise mod 2^b;
+    ``unclipped``: the rows (client indices) of malicious clients, who skip the clipping
+    and the conditional rounding and send round(s·z_i) as it is (each coordinate held
+    to ±2^62 before the reduction mod 2^b wraps it)."""
 
     setup: IntegerSetup
+    unclipped: frozenset[int] = frozenset()
 
     def messages(self, clients: npt.ArrayLike) -> ClientMessages:
         """x̃_i = round(s·clip(z_i)), x_i = x̃_i + ν_i mod 2^b, and its M additive shares
@@ -87,7 +95,11 @@ class IntegerClientInputs(ClientInputs):
         noise = np.empty((idx.size, d), dtype=np.int64)
         for row in range(idx.size):
             rng = client_generator(draws[row])
-            values[row] = scale_and_round(z[row], setup.clip, mech.scale, mech.beta, rng)
+            if int(idx[row]) in self.unclipped:
+                raw = np.clip(z[row] * mech.scale, -UNCLIPPED_LIMIT, UNCLIPPED_LIMIT)
+                values[row] = randomised_round(raw, rng)
+            else:
+                values[row] = scale_and_round(z[row], setup.clip, mech.scale, mech.beta, rng)
             if mech.kind == "discrete_gaussian":
                 noise[row] = sample_discrete_gaussian(rng, setup.parameter, d)
             else:

@@ -2,6 +2,10 @@
 (CCS 2017), Figure 4, honest-but-curious version (four rounds: AdvertiseKeys,
 ShareKeys, MaskedInputCollection, Unmasking), over a communication graph (SecAgg+,
 Bell et al. 2020: the client talks to its neighbours only; SecAgg: the complete graph).
+A client answers the Unmasking request only for a survivor list that names it and t
+of the clients whose shares it holds (Round 4's "|U3| ≥ t"); there is no
+ConsistencyCheck round, so an active server (``SecAggPlan.isolation``) may send each
+client its own list (:mod:`~privsim.kit.secagg.isolation`).
 
 After every round the server recomputes the live set U_r and checks the threshold:
 every client whose secrets may be needed keeps at least t live holders of its shares
@@ -10,6 +14,7 @@ every client whose secrets may be needed keeps at least t live holders of its sh
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
@@ -26,6 +31,8 @@ from privsim.kit.secagg.crypto import (
     open_shares,
 )
 from privsim.kit.secagg.graph import Graph
+from privsim.kit.secagg.isolation import Isolation, Route
+from privsim.kit.secagg.isolation import route as isolation_route
 from privsim.kit.secagg.keybook import KeyBook
 from privsim.kit.secagg.maths import (
     B_WORDS,
@@ -74,6 +81,8 @@ class SecAggPlan:
     ``book`` makes every client's Shamir shares in one vectorised pass; ``inputs`` gives
     each client its encoded input. ``first`` is the role index of the first client
     (the parties of role ``client`` added to the world before the round's).
+    ``isolation``: the server is active and isolates a client in the Unmasking round
+    (:mod:`~privsim.kit.secagg.isolation`); None: honest-but-curious.
     """
 
     clients: tuple[str, ...]
@@ -88,6 +97,7 @@ class SecAggPlan:
     book: ShareBook
     inputs: ClientInput
     first: int = 0
+    isolation: Isolation | None = None
 
 
 def client(agent: Agent, plan: SecAggPlan) -> Behaviour:
@@ -151,7 +161,10 @@ def client(agent: Agent, plan: SecAggPlan) -> Behaviour:
     listed = yield from agent.receive(Survivors, deadline=agent.now + wait)
     if listed is None:
         return None
-    dropped = ~_isin_sorted(owners, listed.message.clients)
+    named = _isin_sorted(owners, listed.message.clients)
+    if not named[owners == me].any() or int(named.sum()) < plan.threshold:
+        return None  # a list without u, or of fewer than t: refused (Figure 4, Round 4)
+    dropped = ~named
     rows = np.zeros((owners.size, SK_WORDS), dtype=np.uint64)
     rows[~dropped, :B_WORDS] = held[~dropped, :B_WORDS]
     rows[dropped] = held[dropped, B_WORDS:]
@@ -368,21 +381,36 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     u3 = np.array(sorted(masked), dtype=np.int64)
     if (stop := check(Stage.MASKED_INPUT, u2, u3)) is not None:
         return stop
+    attack = None
+    if plan.isolation is not None:
+        attack = isolation_route(graph, t, u2, u3, plan.isolation)
+        if attack is not None and not attack.keeps_round:
+            opened = yield from _isolating(agent, plan, log, index, keys, masked, u2, attack)
+            return opened
     alive3 = live_mask(n, u3)
     total = np.zeros(plan.dimension, dtype=np.uint64)
     for u in u3.tolist():
         total += masked[u].values.astype(np.uint64)
+    kept = {} if attack is None else {w: masked[w] for w in attack.opened.tolist()}
     del masked
-    closed_sets = None if graph.complete else graph.holder_matrix()
-    for u in u3.tolist():
-        mine = graph.holders(u) if closed_sets is None else closed_sets[u]
-        agent.send(plan.clients[u], Survivors(clients=mine[alive3[mine]]))
+    if attack is None:
+        closed_sets = None if graph.complete else graph.holder_matrix()
+        for u in u3.tolist():
+            mine = graph.holders(u) if closed_sets is None else closed_sets[u]
+            agent.send(plan.clients[u], Survivors(clients=mine[alive3[mine]]))
+    else:  # the honest lists, some without the target (isolation.py)
+        for w, told in zip(attack.recipients.tolist(), attack.lists, strict=True):
+            agent.send(plan.clients[w], Survivors(clients=told))
 
     # Round 3: collect unmasking shares, U5; reconstruct and remove the masks.
     reveals = yield from _collect(
         agent, UnmaskShares, set(u3.tolist()), index, agent.now + plan.round_timeout
     )
     u5 = np.array(sorted(reveals), dtype=np.int64)
+    if attack is not None:  # open the target if the answers allow, else the honest sum
+        opened = _open(agent, plan, log, keys, kept, u2, u5, reveals, attack)
+        if opened.ok:
+            return opened
     if (stop := check(Stage.UNMASKING, u2, u5)) is not None:
         return stop
     owners, holders, kinds, rows = _revealed(reveals, u5)
@@ -416,4 +444,130 @@ def server(agent: Agent, plan: SecAggPlan) -> Behaviour:
     total &= modulus_mask(plan.bits)
     return log.released(
         decode_sum(total, plan.fraction_bits, plan.bits), int(b_owners.size), int(s_owners.size)
+    )
+
+
+def _isolating(
+    agent: Agent,
+    plan: SecAggPlan,
+    log: RoundLog,
+    index: dict[str, int],
+    keys: dict[int, AdvertiseKeys],
+    masked: dict[int, MaskedInput],
+    u2: I64,
+    attack: Route,
+) -> Generator[simpy.Event, Any, Outcome]:
+    """The Unmasking round of a server that tells the target and its colluders the list
+    L and the other clients nothing (:mod:`~privsim.kit.secagg.isolation`, ``isolate``
+    or ``refused``): it opens Σ_{w ∈ L} y_w, or aborts when the answers fall short (the
+    others, told nothing, cannot be asked again)."""
+    assert plan.isolation is not None
+    for w, listed in zip(attack.recipients.tolist(), attack.lists, strict=True):
+        agent.send(plan.clients[w], Survivors(clients=listed))
+    honest = set(attack.recipients.tolist()) - set(plan.isolation.colluders)
+    reveals = yield from _collect(
+        agent, UnmaskShares, honest, index, agent.now + plan.round_timeout
+    )
+    u5 = np.array(sorted(reveals), dtype=np.int64)
+    kept = {w: masked[w] for w in attack.opened.tolist()}
+    return _open(agent, plan, log, keys, kept, u2, u5, reveals, attack)
+
+
+def _open(
+    agent: Agent,
+    plan: SecAggPlan,
+    log: RoundLog,
+    keys: dict[int, AdvertiseKeys],
+    masked: dict[int, MaskedInput],
+    u2: I64,
+    u5: I64,
+    reveals: dict[int, UnmaskShares],
+    attack: Route,
+) -> Outcome:
+    """Σ_{w ∈ L} x_w from the masked inputs of L, the honest answers and the colluders'
+    shares and secrets, reported with U3 = L; an abort naming the secrets short of t
+    shares when they do not suffice."""
+    assert plan.isolation is not None
+    n, t, graph = len(plan.clients), plan.threshold, plan.graph
+    target, colluders = plan.isolation.target, np.array(plan.isolation.colluders, dtype=np.int64)
+    opened = attack.opened
+    total = np.zeros(plan.dimension, dtype=np.uint64)
+    for w in opened.tolist():
+        total += masked[w].values.astype(np.uint64)
+    colluding = np.zeros(n, dtype=bool)
+    colluding[colluders] = True
+    owners, holders, kinds, rows = _revealed(reveals, u5)
+    honest = ~colluding[holders]  # the colluders' shares come from the book, once
+    owners, holders, kinds, rows = owners[honest], holders[honest], kinds[honest], rows[honest]
+    # the live colluders hand over every share they hold, of both kinds
+    alive2, alive3 = live_mask(n, u2), live_mask(n, opened)
+    book_holders, book_rows = plan.book.table()
+    held = (colluding & alive3)[book_holders] & alive2[:, None]
+    c_owners = np.nonzero(held)[0].astype(np.int64)
+    c_holders, c_rows = book_holders[held], book_rows[held].astype(np.uint64)
+    mine, theirs = (kinds == 0) & (owners == target), c_owners == target
+    b_owners, b_words = _first_t(
+        np.concatenate([owners[mine], c_owners[theirs]]),
+        np.concatenate([holders[mine], c_holders[theirs]]),
+        np.concatenate([rows[mine, :B_WORDS], c_rows[theirs, :B_WORDS]]),
+        t,
+    )
+    s_take = ~colluding[c_owners]
+    s_owners, s_words = _first_t(
+        np.concatenate([owners[kinds == 1], c_owners[s_take]]),
+        np.concatenate([holders[kinds == 1], c_holders[s_take]]),
+        np.concatenate([rows[kinds == 1], c_rows[s_take, B_WORDS:]]),
+        t,
+    )
+    # the colluders' own secrets (b_c, s_c^SK), which they know: read back from the book
+    m = book_holders.shape[1]
+    own_owners, own_words = _first_t(
+        np.repeat(colluders, m),
+        book_holders[colluders].reshape(-1),
+        book_rows[colluders].reshape(colluders.size * m, book_rows.shape[2]).astype(np.uint64),
+        t,
+    )
+    seeds = {int(o): w[:B_WORDS] for o, w in zip(own_owners.tolist(), own_words, strict=True)}
+    seeds.update((int(o), w) for o, w in zip(b_owners.tolist(), b_words, strict=True))
+    secret = {int(o): w[B_WORDS:] for o, w in zip(own_owners.tolist(), own_words, strict=True)}
+    secret.update((int(o), w) for o, w in zip(s_owners.tolist(), s_words, strict=True))
+    missing = sum(1 for w in opened.tolist() if w not in seeds)
+    # Σ_{w ∈ L} y_w − PRG(b_w) − Δ_{w,v} PRG(s_{w,v}) for each v ∈ U2 \ L next to w
+    inside = np.zeros(n, dtype=bool)
+    inside[opened] = True
+    pair_secret: list[npt.NDArray[np.uint64]] = []
+    pair_owner, pair_peer, pair_public, pair_sign = [], [], [], []
+    for w in opened.tolist():
+        peers = graph.neighbours(w)
+        for v in peers[alive2[peers] & ~inside[peers]].tolist():
+            side = w if w in secret else v if v in secret else None
+            if side is None:
+                missing += 1
+                continue
+            other = v if side == w else w
+            pair_secret.append(secret[side])
+            pair_owner.append(side)
+            pair_peer.append(other)
+            pair_public.append(keys[other].s_public)
+            pair_sign.append(-1 if w > v else 1)
+    if missing:
+        return dataclasses.replace(log.missing_shares(missing), isolated=target, route=attack.kind)
+    b_rows_opened = np.stack([seeds[w] for w in opened.tolist()])
+    s_rows = np.stack(pair_secret) if pair_secret else np.empty((0, SK_WORDS), dtype=np.uint64)
+    total += plan.keys.unmasking(
+        words_to_bytes(b_rows_opened, SEED_BYTES),
+        words_to_bytes(s_rows, KEY_BYTES),
+        np.frombuffer(b"".join(pair_public), dtype=np.uint8).reshape(-1, KEY_BYTES),
+        np.array(pair_sign, dtype=np.int8),
+        pairs=(np.array(pair_owner, dtype=np.int64), np.array(pair_peer, dtype=np.int64)),
+    )
+    total &= modulus_mask(plan.bits)
+    return Outcome(
+        released=decode_sum(total, plan.fraction_bits, plan.bits),
+        survivors=(log.sets[0], log.sets[1], opened, u5),
+        closed_at=(*log.closed, agent.now),
+        seeds_reconstructed=int(b_owners.size),
+        keys_reconstructed=int(s_owners.size),
+        isolated=target,
+        route=attack.kind,
     )

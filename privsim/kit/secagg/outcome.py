@@ -45,7 +45,10 @@ class Outcome:
     """The server's result. ``released``: Σ_{u ∈ U3} x_u decoded (None on an abort);
     ``survivors``: the live sets U1, U2, U3, U5 (client indices) as far as the round
     got; ``closed_at``: when the server closed each round (simulated seconds);
-    the self-mask seeds b_u and mask keys s_v^SK the server reconstructed."""
+    the self-mask seeds b_u and mask keys s_v^SK the server reconstructed;
+    ``isolated``: the client an active server isolated (:mod:`.isolation`; its
+    ``route``), whose input it opened with only the colluders' beside it (U3 as
+    reported is those clients)."""
 
     released: npt.NDArray[np.float64] | None
     survivors: tuple[npt.NDArray[np.int64], ...] = ()
@@ -54,6 +57,8 @@ class Outcome:
     detail: str = ""
     seeds_reconstructed: int = 0
     keys_reconstructed: int = 0
+    isolated: int | None = None
+    route: str = ""
 
     @property
     def ok(self) -> bool:

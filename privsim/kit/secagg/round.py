@@ -22,7 +22,7 @@ noise share from its own ``noise`` generator (:meth:`~privsim.sim.agent.Agent.rn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -32,6 +32,7 @@ from privsim.kit.secagg import behaviours as roles
 from privsim.kit.secagg import population
 from privsim.kit.secagg.graph import Graph, Parameters, choose_parameters, harary
 from privsim.kit.secagg.inputs import Rows, client_inputs, row_source
+from privsim.kit.secagg.isolation import Isolation
 from privsim.kit.secagg.keybook import SECRET_WORDS, KeyBook, share_book
 from privsim.kit.secagg.noise import Noise
 from privsim.kit.secagg.outcome import AbortReason, Outcome
@@ -45,6 +46,7 @@ from privsim.sim.world import World
 __all__ = [
     "MIN_AGREEMENTS_FOR_PROCESSES",
     "NON_PRIVATE",
+    "Isolation",
     "Launched",
     "Noise",
     "Outcome",
@@ -54,6 +56,7 @@ __all__ = [
     "charge",
     "choose_parameters",
     "included_clients",
+    "isolation_of",
     "launch",
     "outcome_of",
     "plan",
@@ -198,6 +201,7 @@ def launch(
     *,
     processes: int | None = None,
     batched: bool = False,
+    isolation: Isolation | None = None,
 ) -> Launched:
     """Add and start the round's clients (role ``client``) and server (role ``server``)
     on ``world``, each client summing its row of ``inputs``
@@ -212,7 +216,14 @@ def launch(
     ``batched``: the clients are a population without processes, driven by the server
     (:mod:`~privsim.kit.secagg.population`: the same messages, times and release, for
     rounds of 10^5 clients and more; not with sealed channels or a coalition among the
-    round's parties, whose views it does not keep)."""
+    round's parties, whose views it does not keep).
+
+    ``isolation``: the server is active and isolates a client in the Unmasking round
+    (:mod:`~privsim.kit.secagg.isolation`, :func:`isolation_of`; not batched)."""
+    if batched and isolation is not None:
+        raise ValueError("a batched SecAgg round has no isolating server: run it per client")
+    if isolation is not None and not 0 <= isolation.target < len(plan.clients):
+        raise ValueError(f"the isolated client {isolation.target} is not one of the round's")
     if batched and world.bus.encrypt:
         raise ValueError(
             "a batched SecAgg round does not seal its messages one by one: use "
@@ -254,6 +265,7 @@ def launch(
             book=book,
             inputs=rows,
             first=len(world.parties_by_role.get("client", ())),
+            isolation=isolation,
         )
         added = world.add_parties("client", plan.clients)
         server = world.add_party(plan.server, "server")
@@ -270,6 +282,18 @@ def launch(
         bulk.close(abort=True)
         raise
     return Launched(plan, server, keys, bulk)
+
+
+def isolation_of(
+    plan: RoundPlan, target: str, coalition: Collection[str], *, always: bool = False
+) -> Isolation | None:
+    """The isolation of client ``target`` by the plan's server colluding with the
+    round's clients in ``coalition`` (None if the target is not in the round or the
+    server does not collude)."""
+    if target not in plan.clients or plan.server not in coalition:
+        return None
+    colluders = tuple(i for i, c in enumerate(plan.clients) if c in coalition and c != target)
+    return Isolation(target=plan.clients.index(target), colluders=colluders, always=always)
 
 
 def outcome_of(launched: Launched) -> Outcome:

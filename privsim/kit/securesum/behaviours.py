@@ -38,6 +38,14 @@ class DcaPlan:
     robustness. The timeouts trade latency against the number of stragglers cut off.
     ``modulus_bits`` is b of the sum mod 2^b (64: fixed point in Z_{2^64}); ``integer``
     the integer-noise mechanism, when the clients add integer noise.
+    ``release_beyond_tolerance`` releases a sum missing more than T clients;
+    ``release_empty`` then says whether a sum nobody reached is released too (the empty
+    sum: no data and no noise). :func:`~privsim.kit.securesum.round.plan` sets it False
+    for ``dca.on_excess_dropout = "release"`` (a one-shot release of nothing reports
+    "released" with 0 clients included: it aborts, ``no_contributions``) and True
+    otherwise, so a protocol that forces the release for its accounting (fedlearn's
+    Poisson-sampled rounds: an abort would depend on the target's presence) still
+    releases the empty sum, as a trusted curator releases its noise alone.
     """
 
     clients: tuple[str, ...]
@@ -51,6 +59,7 @@ class DcaPlan:
     agreement_timeout: float
     sum_timeout: float
     release_beyond_tolerance: bool = False
+    release_empty: bool = True
     kinds: DcaKinds = DCA_KINDS
     modulus_bits: int = 64
     integer: IntegerSetup | None = None
@@ -169,6 +178,16 @@ def agree(
             plan.kinds.node_abort(
                 reason=AbortReason.TOO_MANY_DROPOUTS,
                 detail=f"{dropped} of {n} clients missing, more than the tolerated T = {plan.tolerated}",
+            ),
+        )
+        return None
+    if dropped == n and not plan.release_empty:  # nothing reached the sum: nothing to release
+        agent.send(
+            plan.aggregator,
+            plan.kinds.node_abort(
+                reason=AbortReason.NO_CONTRIBUTIONS,
+                detail=f"none of the {n} clients' shares reached every node: a release beyond "
+                "the tolerated dropouts never releases an empty sum",
             ),
         )
         return None

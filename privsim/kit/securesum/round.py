@@ -147,6 +147,7 @@ def plan(
         agreement_timeout=cfg.agreement_timeout,
         sum_timeout=cfg.sum_timeout,
         release_beyond_tolerance=cfg.on_excess_dropout == "release",
+        release_empty=cfg.on_excess_dropout != "release",  # see DcaPlan
         share_mode=cfg.share_mode,
         threshold=cfg.threshold or 0,
         false_claims=cfg.false_claims or 0,

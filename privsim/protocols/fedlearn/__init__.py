@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from privsim.kit.securesum.config import DcaConfig
-from privsim.kit.securesum.round import check_fixed_point, node_names
+from privsim.kit.securesum.round import check_fixed_point, node_names, secure_sum_seconds
 from privsim.kit.spec import PARTY_BYTES, Footprint, Numbered, ProtocolSpec, StudyView
 from privsim.protocols.fedlearn import accounting
+from privsim.protocols.fedlearn.attacks.registry import check_threats
 from privsim.protocols.fedlearn.audit import AUDIT
 from privsim.protocols.fedlearn.canaries import canary_rate
 from privsim.protocols.fedlearn.cohort import planned_cohort
@@ -31,15 +33,41 @@ from privsim.protocols.fedlearn.config import (
     TrainingConfig,
 )
 from privsim.protocols.fedlearn.example import EXAMPLE
-from privsim.protocols.fedlearn.federated import check_learner, preflight_data
+from privsim.protocols.fedlearn.federated import KNOWN_SHAPES, check_learner, preflight_data
 from privsim.protocols.fedlearn.figures import draw_study, html_figures
+from privsim.protocols.fedlearn.integer import check_clip_range
 from privsim.protocols.fedlearn.plan import check_mean_mode, plan_training
 from privsim.protocols.fedlearn.report import EMPIRICAL_COLUMN, flatten, report_lines
 from privsim.protocols.fedlearn.run import plan_ledger, run_fedlearn
+from privsim.scenarios.checks import check_footprint
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 
-__all__ = ["FEDLEARN", "PROTOCOLS"]
+__all__ = ["FEDLEARN", "PROTOCOLS", "THREAT_EXAMPLES"]
+
+#: Each attack on training, set up on the example (the contract test runs each).
+THREAT_EXAMPLES: dict[str, dict[str, Any]] = {
+    "reconstruction": {
+        "threat.attack": "reconstruction",
+        "threat.colluding_servers": ["server"],
+        "training.aggregation": "trusted",
+    },
+    "membership": {"threat.attack": "membership", "threat.colluding_servers": ["server"]},
+    "dropout_isolation": {
+        "threat.attack": "dropout_isolation",
+        "threat.colluding_servers": ["server"],
+        "training.aggregation": "secagg_plus",
+        "training.sampling": "poisson",
+        "training.rate": 0.3,
+        "privacy.neighbour": "add_remove",
+    },
+    "model_inconsistency": {
+        "threat.attack": "model_inconsistency",
+        "threat.colluding_servers": ["server"],
+        "training.aggregation": "dca",
+    },
+    "poisoning": {"threat.poisoning": {"share": 0.1, "kind": "scale"}},
+}
 
 
 def _check(scenario: Scenario) -> None:
@@ -62,8 +90,25 @@ def _check(scenario: Scenario) -> None:
             f"give at most {n}",
         )
     check_mean_mode(training)
+    check_threats(scenario)
     n_params = check_learner(scenario)
+    # Memory and time before the noise is planned: the planner's cost grows with R.
+    check_footprint(scenario, _footprint(scenario))
+    if accounting.integer_noise(scenario):  # planned at run; a C beyond 64 bits is known now
+        m = planned_cohort(training, n)
+        check_clip_range(training.clip_norm, math.ceil(m + 6 * math.sqrt(max(m, 1.0))))
     if training.aggregation == "dca":
+        if (
+            training.sampling == "poisson"
+            and scenario.table("dca", DcaConfig).on_excess_dropout == "release"
+        ):  # Poisson rounds release whatever reached the sum, the empty sum included
+            raise FieldError(
+                "dca.on_excess_dropout",
+                '"release" has no effect under Poisson sampling: every round already releases '
+                "what reached the sum (an abort would depend on the target's presence), an "
+                "empty sum included",
+                'leave dca.on_excess_dropout out (or "abort") with training.sampling = "poisson"',
+            )
         if scenario.population.compute_nodes < 2:
             raise FieldError(
                 "population.compute_nodes",
@@ -113,18 +158,140 @@ def _parties(scenario: Scenario) -> dict[str, Sequence[str]]:
     return parties
 
 
+#: Wall time of one picked client in one round besides its arithmetic: its agent, its
+#: messages and its share of the round's bookkeeping (measured 3–7 ms on the example).
+SECONDS_PER_CLIENT_ROUND = 3e-3
+#: numpy's fixed cost of one vectorised local step or evaluation block (measured about
+#: 1 ms a step on the example: 33 ms for 32 steps of 20 clients).
+SECONDS_PER_STEP = 1e-3
+#: One multiply-add of a model's forward or backward pass, vectorised.
+SECONDS_PER_FLOP = 1e-9
+#: The ledger's cost of charging a round and reporting ε so far, per distinct round
+#: event composed (measured about 6 ms with one; 0.8 s a round in all with about 15 under
+#: Poisson-sampled DCA on the example).
+SECONDS_PER_CHARGE = 0.03
+#: The accountant's cost of one distinct round event (its PLD built and composed).
+SECONDS_PER_DISTINCT_EVENT = 0.05
+#: SecAgg's key agreement and PRG expansion per pair of neighbours, per byte.
+SECONDS_PER_AGREEMENT = 90e-6
+SECONDS_PER_PRG_BYTE = 1.5e-9
+#: The records a synthetic client holds at most, and a real set's client (an estimate).
+SYNTHETIC_RECORDS, REAL_RECORDS = 500, 1000
+#: Records evaluated at once by the test set's blocks (models.GRADIENT_BLOCK_RECORDS).
+EVAL_RECORDS = 1 << 16
+
+
+def _shape(scenario: Scenario) -> tuple[int, int, int, int]:
+    """(d features, c classes, P parameters, records per client) as far as known before
+    the data is loaded: the synthetic set's and the known sets' shapes, else estimates."""
+    dataset = scenario.table("dataset", DatasetConfig)
+    model = scenario.table("model", ModelConfig)
+    if dataset.source == "synthetic":
+        d, c, records = dataset.synthetic_features, dataset.synthetic_classes, SYNTHETIC_RECORDS
+    elif dataset.source in KNOWN_SHAPES:
+        (d, c), records = KNOWN_SHAPES[dataset.source], REAL_RECORDS
+    else:
+        d, c, records = len(dataset.features) or 64, 10, REAL_RECORDS
+    h = model.hidden
+    if model.name == "mlp":
+        p = h * d + h + c * h + c
+    elif model.name == "logistic":
+        p = d + 1
+    elif model.name == "softmax":
+        p = c * (d + 1)
+    else:  # a user's model: its own count where the shape is known, else softmax's
+        p = check_learner(scenario) or c * (d + 1)
+    return d, c, p, records
+
+
 def _footprint(scenario: Scenario) -> Footprint:
-    """Peak memory ≈ one round's world and the cohort's data: k·(P + records·(d + 1))·8
-    + k·P_party, with k the largest likely cohort (m + 6√m); independent of N."""
+    """Peak memory and wall time of the whole run, estimated before the first round.
+
+    Memory: the cohort's parameter rows (each client's w, gradient, update and clipped
+    update; with DCA its M shares), 8·P·k·(4 + M); the canaries' directions, 8·P·K; the
+    cohort's records, 8·k·n·(d+1); the records in flight (a local batch of every client,
+    or an evaluation block) times their temporaries, 8·B·3·(c + h) + d; one agent per
+    client. k is the largest likely cohort (m + 6√m, canaries included).
+
+    Time: R rounds of k clients, each E·⌈n/b⌉ local steps of 3·P multiply-adds per
+    record, the aggregation's messages and shares, the test set's evaluation every
+    ``eval_every`` rounds, and the ledger's charge per round and PLD per distinct
+    round event."""
     training, n = scenario.table("training", TrainingConfig), scenario.population.clients
+    model = scenario.table("model", ModelConfig)
+    dataset = scenario.table("dataset", DatasetConfig)
     m = planned_cohort(training, n) + canary_rate(training, n) * training.canaries
     k = math.ceil(m + 6 * math.sqrt(max(m, 1.0)))
-    dataset = scenario.table("dataset", DatasetConfig)
-    d = dataset.synthetic_features if dataset.source == "synthetic" else 64
-    records = 500 if dataset.source == "synthetic" else 1000
-    per_client = PARTY_BYTES + 8 * (records * (d + 1) + 4 * d * 10)
-    total = k * per_client + 50_000_000
-    return Footprint(total, "training.cohort", f"k·(P + records·(d+1)·8), k = {k}", 0.0)
+    d, c, p, records = _shape(scenario)
+    h = model.hidden if model.name == "mlp" else 0
+    nodes = scenario.population.compute_nodes if training.aggregation == "dca" else 0
+    fedavg = training.algorithm == "dp_fedavg"
+    in_flight = max(k * training.local_batch if fedavg else min(k * records, EVAL_RECORDS), 1)
+    in_flight = max(in_flight, EVAL_RECORDS)  # the test set's evaluation blocks
+    total = (
+        8 * p * (k * (4 + nodes) + 8)
+        + 8 * p * training.canaries
+        + 8 * k * records * (d + 1)
+        + 8 * in_flight * (3 * (c + h) + d)
+        + k * PARTY_BYTES
+        + 50_000_000
+    )
+    # Time, in the order a round spends it.
+    steps = training.local_epochs * math.ceil(records / training.local_batch) if fedavg else 1
+    flops = 3 * p * (training.local_batch if fedavg else records)  # per client and step
+    round_seconds = k * SECONDS_PER_CLIENT_ROUND + steps * (
+        SECONDS_PER_STEP + k * flops * SECONDS_PER_FLOP
+    )
+    encrypted = scenario.network.encryption == "aes-gcm"
+    if training.aggregation == "dca":
+        round_seconds += secure_sum_seconds(k, nodes, p, batched=False, encrypted=encrypted)
+    elif training.aggregation in ("secagg", "secagg_plus"):
+        degree = k - 1 if training.aggregation == "secagg" else min(k - 1, 4 * k.bit_length())
+        round_seconds += k * degree * (SECONDS_PER_AGREEMENT + 16 * p * SECONDS_PER_PRG_BYTE)
+    evaluations = training.rounds / training.eval_every + 1
+    eval_seconds = math.ceil(records * min(n, 1000) / EVAL_RECORDS) * (
+        SECONDS_PER_STEP + EVAL_RECORDS * 3 * p * SECONDS_PER_FLOP
+    )
+    # A round's event varies with the realised cohort (Poisson sampling, dropouts,
+    # availability): about one distinct event per likely cohort size (m ± 2√m), each
+    # composed again whenever ε so far is reported, i.e. every round.
+    faults = scenario.faults
+    varies = (
+        training.sampling == "poisson"
+        or faults.absent > 0
+        or faults.crash > 0
+        or faults.straggler_fraction > 0
+        or scenario.table("availability", AvailabilityConfig).model != "always"
+    )
+    distinct = min(training.rounds, math.ceil(4 * math.sqrt(max(m, 1.0))) + 1) if varies else 1
+    seconds = (
+        training.rounds * (round_seconds + SECONDS_PER_CHARGE * distinct)
+        + evaluations * eval_seconds
+        + distinct * SECONDS_PER_DISTINCT_EVENT
+    )
+    # The fields named: the factor that grew most from the example's (R = 20, E = 1,
+    # M = 3, m = 10, d = 60, c = 10, h = 32).
+    cohort_field = "training.cohort" if training.sampling == "fixed" else "training.rate"
+    grown = {
+        cohort_field: m / 10,
+        "training.canaries": training.canaries * p / max(k * p * 4, 1),
+        "model.hidden": h / 32,
+        "dataset.synthetic_classes": c / 10 if dataset.source == "synthetic" else 0.0,
+        "dataset.synthetic_features": d / 60 if dataset.source == "synthetic" else 0.0,
+        "population.compute_nodes": nodes / 3,
+    }
+    field = max(grown, key=lambda f: grown[f])
+    slow = grown | {
+        "training.rounds": training.rounds / 20,
+        "training.local_epochs": training.local_epochs if fedavg else 0.0,
+        "training.eval_every": 0.0,
+    }
+    slow_field = max(slow, key=lambda f: slow[f])
+    formula = (
+        f"8·P·(k·(4+M) + K) + 8·k·n·(d+1) + 8·B·(3·(c+h)+d), P = {p}, k = {k}, M = {nodes}, "
+        f"K = {training.canaries}, d = {d}, c = {c}, h = {h}"
+    )
+    return Footprint(total, field, formula, seconds, slow_field)
 
 
 STUDY = StudyView(
@@ -134,6 +301,7 @@ STUDY = StudyView(
         "privacy.achieved_epsilon": "ε delivered over the rounds",
         EMPIRICAL_COLUMN: "empirical ε from canaries (one run, final model; an estimate)",
         "communication.bytes": "bytes on the wire, all rounds",
+        "attack.success": "share of the attack's targeted client-rounds recovered",
     },
     axes={
         "training.noise_multiplier": ("noise multiplier z", False),
@@ -149,6 +317,7 @@ STUDY = StudyView(
 
 FEDLEARN = ProtocolSpec(
     name="fedlearn",
+    training_threats=THREAT_EXAMPLES,
     summary="DP-SGD / DP-FedAvg rounds with sampling over DCA, a curator or local noise",
     tables={
         "training": TrainingConfig,

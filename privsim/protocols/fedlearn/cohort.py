@@ -4,6 +4,7 @@ clients are online. Both cost O(cohort), never O(population)."""
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,6 +13,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from privsim.inputs import (
+    MAX_DATA_BYTES,
+    MAX_DATA_ENV,
+    InputFileError,
+    input_limit,
+    read_input_bytes,
+)
 from privsim.protocols.fedlearn.config import AvailabilityConfig, TrainingConfig
 from privsim.scenarios.errors import FieldError
 
@@ -45,15 +53,29 @@ def sample_cohort(training: TrainingConfig, population: int, rng: np.random.Gene
 class Availability:
     """Which picked clients are online in round r: ``always``; ``bernoulli`` with
     probability p each round; or ``trace``, client i online when the round's start
-    r·``round_seconds`` (mod ``period``) lies in one of its windows. A client the trace
-    does not list is never online."""
+    r·``round_seconds`` (mod ``period``) lies in one of its windows. A window [start,
+    end) with start in the period may run past its end: it wraps around, covering
+    [start, period) and then [0, end − period) of the next. A client the trace does not
+    list is never online."""
 
     config: AvailabilityConfig
     windows: Mapping[int, tuple[tuple[float, float], ...]]
 
     @classmethod
     def of(cls, config: AvailabilityConfig, population: int) -> Availability:
-        windows = load_trace(Path(config.trace), population) if config.model == "trace" else {}
+        if config.model != "trace":
+            return cls(config, {})
+        windows = load_trace(Path(config.trace), population)
+        for client, spans in windows.items():
+            for lo, hi in spans:
+                if not (0.0 <= lo < config.period and hi - lo <= config.period):
+                    raise FieldError(
+                        "availability.trace",
+                        f"client-{client}'s window [{lo:g}, {hi:g}) does not start within "
+                        f"the period [0, {config.period:g}) or is longer than it",
+                        "give start in [0, availability.period) and end − start at most the "
+                        "period (a window past the period's end wraps around to the next)",
+                    )
         return cls(config, windows)
 
     def online(
@@ -66,8 +88,12 @@ class Availability:
         if cfg.model == "bernoulli":
             return rng.random(clients.size) < cfg.probability
         clock = math.fmod(round_index * cfg.round_seconds, cfg.period)
+        later = clock + cfg.period  # the same instant in a window that wrapped around
         return np.array(
-            [any(lo <= clock < hi for lo, hi in self.windows.get(int(c), ())) for c in clients],
+            [
+                any(lo <= clock < hi or lo <= later < hi for lo, hi in self.windows.get(int(c), ()))
+                for c in clients
+            ],
             dtype=bool,
         )
 
@@ -91,32 +117,60 @@ def load_trace(path: Path, population: int) -> dict[int, tuple[tuple[float, floa
         raise FieldError(
             "availability.trace", f"no file {str(path)!r}", "give the path of the trace CSV"
         )
+    try:  # the guarded reader: a regular file within the data size limit
+        data = read_input_bytes(
+            path,
+            "availability trace",
+            limit=input_limit(MAX_DATA_BYTES, MAX_DATA_ENV),
+            env=MAX_DATA_ENV,
+        )
+        text = data.decode("utf-8")
+    except InputFileError as exc:
+        raise FieldError("availability.trace", exc.problem, exc.fix) from None
+    except UnicodeDecodeError as exc:
+        raise FieldError(
+            "availability.trace",
+            f"{path.name} is not UTF-8 text (undecodable byte at offset {exc.start})",
+            "save the trace as a UTF-8 CSV",
+        ) from None
+    try:
+        return _windows(csv.DictReader(io.StringIO(text, newline="")), path, population)
+    except csv.Error as exc:  # a field past csv's limit (128 kB), a NUL byte
+        raise FieldError(
+            "availability.trace",
+            f"{path.name} is not a CSV privsim can read: {exc}",
+            "give a plain CSV of short fields: client,start,end",
+        ) from None
+
+
+def _windows(
+    reader: csv.DictReader[str], path: Path, population: int
+) -> dict[int, tuple[tuple[float, float], ...]]:
+    """The windows of each client, read from the trace's rows."""
     found: dict[int, list[tuple[float, float]]] = {}
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"client", "start", "end"} - set(reader.fieldnames or ())
-        if missing:
+    missing = {"client", "start", "end"} - set(reader.fieldnames or ())
+    if missing:
+        raise FieldError(
+            "availability.trace",
+            f"{path.name} lacks the column(s) {sorted(missing)}",
+            "give a header row client,start,end",
+        )
+    for line, row in enumerate(reader, start=2):
+        where = f"{path.name} line {line}"
+        client = _client_index(row["client"] or "", population, where)
+        try:
+            lo, hi = float(row["start"]), float(row["end"])
+        except (TypeError, ValueError):
             raise FieldError(
                 "availability.trace",
-                f"{path.name} lacks the column(s) {sorted(missing)}",
-                "give a header row client,start,end",
+                f"{where}: start and end must be numbers, got {row['start']!r}, {row['end']!r}",
+                "give each window's start and end in seconds",
+            ) from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise FieldError(
+                "availability.trace",
+                f"{where}: the window [{lo}, {hi}) is empty or not finite",
+                "give start < end",
             )
-        for line, row in enumerate(reader, start=2):
-            where = f"{path.name} line {line}"
-            client = _client_index(row["client"] or "", population, where)
-            try:
-                lo, hi = float(row["start"]), float(row["end"])
-            except (TypeError, ValueError):
-                raise FieldError(
-                    "availability.trace",
-                    f"{where}: start and end must be numbers, got {row['start']!r}, {row['end']!r}",
-                    "give each window's start and end in seconds",
-                ) from None
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise FieldError(
-                    "availability.trace",
-                    f"{where}: the window [{lo}, {hi}) is empty or not finite",
-                    "give start < end",
-                )
-            found.setdefault(client, []).append((lo, hi))
+        found.setdefault(client, []).append((lo, hi))
     return {c: tuple(w) for c, w in found.items()}

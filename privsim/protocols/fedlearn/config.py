@@ -24,6 +24,11 @@ Aggregation = Literal["dca", "trusted", "local", "secagg_plus", "secagg"]
 #: model's size are held in memory, and past a few thousand the estimate's spread
 #: (about 1/√K) no longer improves on the other errors.
 MAX_CANARIES = 10_000
+#: The smallest positive noise multiplier (ε beyond 10¹² below it) and the largest.
+MIN_NOISE_MULTIPLIER = 1e-6
+MAX_NOISE_MULTIPLIER = 1e6
+#: The largest client or server learning rate.
+MAX_LEARNING_RATE = 1e4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +97,11 @@ class TrainingConfig:
     """``secagg_plus``: σ of the graph's security (Bell et al. 2020)."""
     correctness_bits: int = 20
     """``secagg_plus``: η of the graph's correctness (Bell et al. 2020)."""
+    corruption: float | None = None
+    """``secagg_plus`` / ``secagg``: γ, the share of colluding clients (k, t) are chosen
+    to withstand (Bell et al. 2020), in [0, 0.5); default: the scenario's own share
+    (``threat.colluding_clients`` / N). Set it to study a coalition past what the
+    deployment planned for (Sybils)."""
     deadline: float = 2.0
     """Simulated seconds a round waits for the clients' contributions; later ones are dropped."""
     eval_every: int = 1
@@ -102,6 +112,16 @@ class TrainingConfig:
     m/N beside a fixed cohort) and, when picked, sends C·c_k; the result's ``empirical``
     section holds the ε estimated from the cosines of the c_k with the final model's
     change, beside the claimed ε. Canaries hold no data and count in no accuracy; 0: none."""
+    model_check: bool = False
+    """A defence against model inconsistency: every picked client sends a hash of the model it
+    received to its neighbours (SecAgg+: its graph's; otherwise every other picked client) and
+    withholds its update when one differs."""
+    update_check: Literal["none", "norm_bound", "range_check"] = "none"
+    """A defence against poisoning that works through secure aggregation: ``norm_bound``, the
+    server rescales the released sum to the norm k clipped updates and the planned noise reach
+    (k·C + σ_Σ(√P + √(2 ln 10⁹))); ``range_check``, each client proves every coordinate of its
+    quantised input in [−C, C] (RoFL's L∞ check, Lycklama et al. 2023) and a client that fails
+    is dropped; ``none``: unchecked."""
 
     def __post_init__(self) -> None:
         require_at_least("training.rounds", self.rounds)
@@ -111,12 +131,15 @@ class TrainingConfig:
             )
         require_at_least("training.cohort", self.cohort)
         require_positive("training.clip_norm", self.clip_norm)
-        if self.noise_multiplier is not None and not (
-            self.noise_multiplier >= 0 and math.isfinite(self.noise_multiplier)
+        z = self.noise_multiplier
+        if z is not None and not (
+            math.isfinite(z) and (z == 0 or MIN_NOISE_MULTIPLIER <= z <= MAX_NOISE_MULTIPLIER)
         ):
             raise FieldError(
                 "training.noise_multiplier",
-                f"must be a finite number >= 0, got {self.noise_multiplier!r}",
+                f"must be 0 (no noise) or in [{MIN_NOISE_MULTIPLIER:g}, "
+                f"{MAX_NOISE_MULTIPLIER:g}], got {z!r} (below, ε exceeds 10¹² and the "
+                "accountant's 1/z² overflows; above, the noise drowns any sum)",
                 "give z, e.g. 1.0, or leave it out for the planner's",
             )
         if not 0 <= self.expected_dropout < 1:
@@ -141,6 +164,14 @@ class TrainingConfig:
                 f"must be in [2, 64], got {self.modulus_bits}",
                 "use e.g. modulus_bits = 32",
             )
+        if self.corruption is not None and not (
+            isinstance(self.corruption, (int, float)) and 0.0 <= self.corruption < 0.5
+        ):
+            raise FieldError(
+                "training.corruption",
+                f"must be in [0, 0.5), got {self.corruption!r}",
+                "give the share of colluding clients to plan for, e.g. 0.05, or leave it out",
+            )
         for name in ("security_bits", "correctness_bits"):
             value = getattr(self, name)
             if not 1 <= value <= 128:
@@ -149,6 +180,14 @@ class TrainingConfig:
                 )
         for name in ("client_lr", "server_lr", "adam_tau", "deadline"):
             require_positive(f"training.{name}", getattr(self, name))
+        for name in ("client_lr", "server_lr"):
+            if getattr(self, name) > MAX_LEARNING_RATE:
+                raise FieldError(
+                    f"training.{name}",
+                    f"{getattr(self, name)!r} is past {MAX_LEARNING_RATE:g}: one step would "
+                    "throw the model beyond any loss the run could report",
+                    f"give a learning rate of at most {MAX_LEARNING_RATE:g}, e.g. 1.0",
+                )
         for name in ("adam_beta1", "adam_beta2"):
             value = getattr(self, name)
             if not 0 <= value < 1:

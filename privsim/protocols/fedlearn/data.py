@@ -351,6 +351,9 @@ SOURCES = {
 }
 #: A target with more distinct values than this looks continuous, not like class labels.
 MAX_CLASSES = 100
+#: Whole-number labels are kept as integers up to this magnitude (2^53: every integer
+#: below it is a float exactly; beyond, the cast to int64 is lossy or invalid).
+_EXACT_INTEGERS = float(2**53)
 
 
 def load_source(
@@ -413,6 +416,14 @@ def load_source(
             "give a column with two or more classes",
         )
     if np.all(values == np.round(values)):
+        if not np.all(np.abs(values) <= _EXACT_INTEGERS):  # int64 cast: invalid values
+            big = float(values[np.argmax(np.abs(values))])
+            raise FieldError(
+                "target",
+                f"column {column!r} holds the label {big:g}, beyond the integers a float "
+                f"holds exactly (±2^53): it cannot be read as a class",
+                "give class labels as small whole numbers, e.g. 0 … K−1",
+            )
         y = np.asarray(raw).astype(np.int64)
     else:
         y = np.searchsorted(values, raw).astype(np.int64)

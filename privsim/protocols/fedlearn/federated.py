@@ -120,7 +120,7 @@ def _model(scenario: Scenario, n_features: int, n_classes: int) -> Model:
     try:
         return make_model(cfg.name, n_features, n_classes, **options)
     except FieldError as exc:
-        raise _named(exc, "model.name") from None
+        raise _named(exc, "model.name") from exc.__cause__
     except ValueError as exc:
         raise FieldError(
             "model.name", str(exc), "choose a model that fits the data's classes"
@@ -170,11 +170,18 @@ class Learner:
         return self.start.copy()
 
     def updates(
-        self, params: F64, cohort: I64, online: npt.NDArray[np.bool_], rng: np.random.Generator
+        self,
+        params: F64,
+        cohort: I64,
+        online: npt.NDArray[np.bool_],
+        rng: np.random.Generator,
+        *,
+        clip: bool = True,
     ) -> F64:
         """Each picked client's update clipped to C, (k, P) (zero rows for the offline ones,
         who never send): ``dp_fedavg``, Δ_i = w_i − w after E local epochs; ``dp_sgd``,
-        −∇L_i(w) (the server's step applies the learning rate)."""
+        −∇L_i(w) (the server's step applies the learning rate). ``clip=False``: the raw
+        updates, as a malicious client that skips clipping computes them."""
         t = self.training
         out = np.zeros((cohort.size, params.size))
         up = np.flatnonzero(online)
@@ -193,7 +200,7 @@ class Learner:
             )
         else:
             raw = -client_gradients(self.model, params, batch)
-        out[up] = clip_rows(raw, t.clip_norm)[0]
+        out[up] = clip_rows(raw, t.clip_norm)[0] if clip else raw
         return out
 
     def evaluate(self, params: F64) -> tuple[float, float]:

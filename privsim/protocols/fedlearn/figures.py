@@ -13,7 +13,8 @@ of each grid cell, one line per cell (the grid fields that vary):
 
 The static report (PNG, through the :class:`~privsim.kit.spec.FigureKit`) adds the final
 accuracy, the achieved ε and (with canaries) the empirical ε against every varied grid
-field; the HTML page draws the same three curves (plotly figure dicts,
+field, and in a threat study the attack's success against the coalition's size
+(:mod:`.attack_figures`); the HTML page draws the same three curves (plotly figure dicts,
 :func:`html_figures`) and, when the rows hold an empirical ε, that ε against the claimed
 one, a point per replication. Rounds whose ε is
 infinite (a coalition broke an event's trust) are left out of the ε figures and counted
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from privsim.kit.spec import FigureKit, StudyKit
+from privsim.protocols.fedlearn.attack_figures import draw_attack
 from privsim.protocols.fedlearn.report import EMPIRICAL_COLUMN
 
 __all__ = [
@@ -266,7 +268,7 @@ def draw_study(kit: FigureKit, summary: Any) -> list[Path]:
     every varied grid field (median, interquartile band), the empirical ε beside it when
     the runs had canaries, then the curves."""
     metrics = ["accuracy.test_accuracy", CLAIMED_COLUMN, EMPIRICAL_COLUMN]
-    return kit.series(metrics) + draw_curves(kit)
+    return kit.series(metrics) + draw_curves(kit) + draw_attack(kit)
 
 
 def _rgba(colour: str, alpha: float) -> str:

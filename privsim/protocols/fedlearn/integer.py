@@ -23,7 +23,12 @@ import dp_accounting
 
 from privsim.kit.intnoise.accounting import IntegerAccount, account, smallest_meeting
 from privsim.kit.intnoise.dca import IntegerSetup
-from privsim.kit.intnoise.modulus import ModulusPlan, plan_modulus
+from privsim.kit.intnoise.modulus import (
+    MAX_BITS,
+    ModulusPlan,
+    ModulusTooSmallError,
+    plan_modulus,
+)
 from privsim.kit.intnoise.noise import IntegerNoise, NoiseKind, client_parameter
 from privsim.kit.intnoise.rounding import Sensitivity, integer_sensitivity
 from privsim.kit.secagg.noise import Noise
@@ -31,7 +36,7 @@ from privsim.scenarios.errors import FieldError
 from privsim.sim.integer_bounds import DDG_MIN_SIGMA, IntegerShares
 from privsim.sim.ledger import epsilon_of
 
-__all__ = ["WRAP_PROBABILITY", "IntegerPlan", "integer_plan"]
+__all__ = ["WRAP_PROBABILITY", "IntegerPlan", "check_clip_range", "integer_plan"]
 
 #: Largest accepted probability that any coordinate of a round's sum wraps around.
 WRAP_PROBABILITY = 1e-9
@@ -129,6 +134,24 @@ def _calibrated(
         ) from None
 
 
+def check_clip_range(clip: float, cohort_max: int) -> None:
+    """Even unscaled (s = 1), the clipped sum of up to ``cohort_max`` clients must fit the
+    widest modulus, 2^64: a larger C is beyond any ``training.modulus_bits`` and would
+    overflow the planner's floats (C·s, squared) before any bound said so. A FieldError
+    naming ``training.clip_norm`` (a narrower modulus too small for the sum is named by
+    :func:`integer_plan`, with the bits it needs)."""
+    reach = 2.0 ** (MAX_BITS - 1) - 1
+    if not cohort_max * (clip + 1.0) <= reach:
+        raise FieldError(
+            "training.clip_norm",
+            f"{clip:g}: a sum of {cohort_max} clients clipped to it can reach "
+            f"{cohort_max * (clip + 1.0):.3g} even unscaled, beyond the range ±{reach:.3g} of "
+            f"the widest modulus ({MAX_BITS} bits)",
+            f"set training.clip_norm below {reach / cohort_max - 1.0:.3g} (the updates' "
+            "norms are clipped to it)",
+        )
+
+
 @functools.lru_cache(maxsize=64)
 def integer_plan(
     kind: NoiseKind,
@@ -189,17 +212,39 @@ def integer_plan(
             modulus=modulus,
         )
 
+    check_clip_range(clip, cohort_max)
+
+    def fits(f: int) -> IntegerPlan | None:
+        """The plan at 2^f, None when its sum needs more than ``bits`` (or than a 64-bit
+        word holds, or its floats overflow: a scale far too large)."""
+        try:
+            found = at(f)
+        except (ModulusTooSmallError, OverflowError):
+            return None
+        return found if found.modulus.bits <= bits else None
+
     best = None
     lo, hi = 0, MAX_FRACTION_BITS  # the modulus needed grows with the scale: bisect on f
     while lo <= hi:
         f = (lo + hi) // 2
-        found = at(f)
-        if found.modulus.bits <= bits:
+        found = fits(f)
+        if found is not None:
             best, lo = found, f + 1
         else:
             hi = f - 1
     if best is None:
-        need = at(0).modulus.bits
+        try:
+            need = at(0).modulus.bits
+        except (ModulusTooSmallError, OverflowError):
+            field = "training.noise_multiplier" if multiplier is not None else "privacy.epsilon"
+            raise FieldError(
+                field,
+                f"a sum of {cohort_max} clients with this noise exceeds a 64-bit modulus "
+                f"even unscaled (z = {multiplier!r}, C = {clip:g})",
+                "lower training.noise_multiplier"
+                if multiplier is not None
+                else "raise privacy.epsilon (less noise) or lower training.rounds",
+            ) from None
         raise FieldError(
             "training.modulus_bits",
             f"{bits} bits cannot hold a sum of {cohort_max} clients with their noise even "

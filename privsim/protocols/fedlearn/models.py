@@ -15,6 +15,7 @@ empty), λ the model's L2 coefficient and w_i the weights (never the biases).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -29,9 +30,11 @@ if TYPE_CHECKING:
 __all__ = [
     "MLP",
     "MODELS",
+    "CheckedModel",
     "LogisticRegression",
     "Model",
     "SoftmaxRegression",
+    "UserModelError",
     "accuracy",
     "client_gradients",
     "clip_rows",
@@ -383,24 +386,193 @@ MODELS: dict[str, Callable[..., Model]] = {
 BUILT_IN = frozenset(MODELS)
 
 
+#: A registered model's name: a plain identifier (letters, digits, '_' and '-'), never
+#: a path character, at most this long.
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+class UserModelError(FieldError):
+    """A user's model (:func:`register_model`) failed: ``model`` names it, ``method`` the
+    call (``factory``, ``init``, ``batch_loss_grad``, ``predict``, ``loss``). The user's
+    exception, if any, is the ``__cause__``, and the message ends with the user's own
+    frames (privsim's are left out), so a CLI run's one line says where to look."""
+
+    def __init__(self, model: str, method: str, problem: str, fix: str) -> None:
+        super().__init__("model.name", f"model {model!r}, {method}: {problem}", fix)
+        self.model = model
+        self.method = method
+
+
+def _user_frames(exc: BaseException, limit: int = 3) -> str:
+    """The innermost ``limit`` frames of ``exc``'s traceback outside privsim, as
+    ``file:line in function``."""
+    import traceback
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parents[2])  # the privsim package
+    frames = [
+        f"{Path(f.filename).name}:{f.lineno} in {f.name}"
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not str(Path(f.filename).resolve()).startswith(here)
+    ]
+    return f" (at {'; '.join(frames[-limit:])})" if frames else ""
+
+
+def _raised(model: str, method: str, exc: Exception) -> UserModelError:
+    return UserModelError(
+        model,
+        method,
+        f"raised {type(exc).__name__}: {exc}{_user_frames(exc)}",
+        f"fix the model's {method} (register_model({model!r}, ...))",
+    )
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not _MODEL_NAME.fullmatch(name):
+        raise FieldError(
+            "model.name",
+            f"a model's name is a plain identifier of letters, digits, '_' and '-' "
+            f"(at most 64), got {name!r}",
+            "register the model under a name such as 'my_model'",
+        )
+    return name
+
+
 def register_model(name: str, factory: Callable[..., Model]) -> None:
     """Make ``model.name = name`` build ``factory(n_features, n_classes, **options)``: a
     user's own model (anything with the :class:`Model` methods), in this process. Its
-    keyword-only parameters are its options (``model.l2`` is passed when it is not 0)."""
-    if not name or not name.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"a model name is a plain identifier, got {name!r}")
+    keyword-only parameters are its options (``model.l2`` is passed when it is not 0).
+    A bad name or factory is a :class:`FieldError` naming ``model.name``; whatever the
+    model does wrong later is a :class:`UserModelError` naming the model and method."""
+    name = _check_name(name)
     if name in BUILT_IN:
-        raise ValueError(f"{name!r} is a built-in model; register yours under another name")
+        raise FieldError(
+            "model.name",
+            f"{name!r} is a built-in model",
+            "register yours under another name",
+        )
     if not callable(factory):
-        raise TypeError(f"the factory of model {name!r} must be callable, got {factory!r}")
+        raise UserModelError(
+            name,
+            "factory",
+            f"must be callable (a class or function (n_features, n_classes, **options)), "
+            f"got {type(factory).__name__} {factory!r:.80}",
+            "pass the model's class or a function building it",
+        )
     MODELS[name] = factory
+
+
+def _floats(model: str, method: str, what: str, value: object, shape: tuple[int, ...]) -> F64:
+    """``value`` as a finite float64 array of ``shape``, else a :class:`UserModelError`."""
+    fix = f"make {method} return {what} as a finite float array of shape {shape}"
+    if value is None:
+        raise UserModelError(model, method, f"returned None for {what}", fix)
+    try:
+        out = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise UserModelError(
+            model, method, f"{what} is not a float array ({type(value).__name__}: {exc})", fix
+        ) from exc
+    if out.shape != shape:
+        raise UserModelError(model, method, f"{what} has shape {out.shape}, not {shape}", fix)
+    if not np.isfinite(out).all():
+        bad = int(np.size(out) - np.count_nonzero(np.isfinite(out)))
+        raise UserModelError(
+            model,
+            method,
+            f"{what} has {bad} non-finite value(s) (inf or NaN)",
+            fix + " (if training diverged, lower training.client_lr or training.server_lr)",
+        )
+    return out
+
+
+class CheckedModel:
+    """A user's model behind a checked boundary: each call's exception, and each output of
+    the wrong type, shape or not finite, becomes a :class:`UserModelError` naming the
+    model and the method (applied by :func:`make_model` to every non-built-in model)."""
+
+    __slots__ = ("inner", "n_params", "name")
+
+    def __init__(self, name: str, inner: object) -> None:
+        self.name = name
+        self.inner = inner
+        if inner is None:
+            raise UserModelError(
+                name, "factory", "returned None", "make the factory return the model object"
+            )
+        missing = [
+            m
+            for m in ("init", "batch_loss_grad", "predict", "loss")
+            if not callable(getattr(inner, m, None))
+        ]
+        if missing:
+            raise UserModelError(
+                name,
+                "factory",
+                f"returned a {type(inner).__name__} without the method(s) {missing}",
+                "give the model init, batch_loss_grad, predict and loss (see Model)",
+            )
+        n = getattr(inner, "n_params", None)
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise UserModelError(
+                name,
+                "n_params",
+                f"must be an integer >= 1, got {n!r:.80}",
+                "set n_params to the length of the flat parameter vector",
+            )
+        self.n_params = int(n)
+
+    def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self.inner, method)(*args)
+        except UserModelError:
+            raise
+        except Exception as exc:  # the user's code: any failure is named, and chained
+            raise _raised(self.name, method, exc) from exc
+
+    def init(self, rng: np.random.Generator) -> F64:
+        out = self._call("init", rng)
+        return _floats(self.name, "init", "the parameters", out, (self.n_params,))
+
+    def batch_loss_grad(self, params: F64, X: F64, y: I64, mask: B) -> tuple[F64, F64]:
+        k = int(np.shape(params)[0])
+        out = self._call("batch_loss_grad", params, X, y, mask)
+        if not isinstance(out, tuple | list) or len(out) != 2:
+            raise UserModelError(
+                self.name,
+                "batch_loss_grad",
+                f"returned {type(out).__name__} {out!r:.60}, not a pair (loss, gradient)",
+                f"return (loss of shape ({k},), gradient of shape ({k}, {self.n_params}))",
+            )
+        loss = _floats(self.name, "batch_loss_grad", "the loss", out[0], (k,))
+        grad = _floats(self.name, "batch_loss_grad", "the gradient", out[1], (k, self.n_params))
+        return loss, grad
+
+    def predict(self, params: F64, X: F64) -> I64:
+        n = int(np.shape(X)[0])
+        out = _floats(self.name, "predict", "the labels", self._call("predict", params, X), (n,))
+        if not np.array_equal(out, np.round(out)):
+            raise UserModelError(
+                self.name,
+                "predict",
+                "returned labels that are not whole numbers",
+                f"return integer class labels of shape ({n},)",
+            )
+        return out.astype(np.int64)
+
+    def loss(self, params: F64, X: F64, y: I64) -> float:
+        out = self._call("loss", params, X, y)
+        if isinstance(out, np.ndarray) and out.size == 1:
+            out = out.reshape(())
+        return float(_floats(self.name, "loss", "the loss", out, ()))
 
 
 def make_model(name: str, n_features: int, n_classes: int, **options: Any) -> Model:
     """The model ``name`` for data of ``n_features`` features and ``n_classes`` classes.
     Errors are :class:`~privsim.scenarios.errors.FieldError` naming the field at fault:
     ``model`` (unknown name, or logistic on more than two classes), ``n_classes`` (fewer
-    than two), or the option (unknown or out of range)."""
+    than two), or the option (unknown or out of range). A user's model comes wrapped in
+    :class:`CheckedModel`; its failures are :class:`UserModelError`."""
     import inspect
 
     factory = MODELS.get(name)
@@ -412,11 +584,15 @@ def make_model(name: str, n_features: int, n_classes: int, **options: Any) -> Mo
             f"the data has {n_classes} class(es); a classifier needs at least 2",
             "give data whose target takes two or more values",
         )
-    allowed = [
-        p.name
-        for p in inspect.signature(factory).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
-    ]
+    if not callable(factory):
+        raise UserModelError(
+            name, "factory", f"is not callable ({type(factory).__name__})", "register a callable"
+        )
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature: no options
+        parameters = ()  # type: ignore[assignment]
+    allowed = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
     for option in options:
         if option not in allowed:
             raise FieldError(
@@ -424,7 +600,15 @@ def make_model(name: str, n_features: int, n_classes: int, **options: Any) -> Mo
                 f"model {name!r} has no option {option!r}",
                 f"its options are {allowed}" if allowed else "give no options",
             )
-    return factory(n_features, n_classes, **options)
+    if name in BUILT_IN:
+        return factory(n_features, n_classes, **options)
+    try:
+        built = factory(n_features, n_classes, **options)
+    except FieldError:
+        raise  # the user's own named refusal of an option
+    except Exception as exc:  # the user's code
+        raise _raised(name, "factory", exc) from exc
+    return CheckedModel(name, built)  # type: ignore[return-value]
 
 
 # -- cohort-level steps ---------------------------------------------------------------------

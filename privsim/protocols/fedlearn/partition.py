@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from privsim.data.stats import finite_mean_and_sd
 from privsim.protocols.fedlearn.data import CohortData, client_ids
 from privsim.scenarios.errors import FieldError
 
@@ -196,8 +197,7 @@ class Partitioned:
             rows, offsets = dirichlet_partition(codes[train], int(n_clients), alpha, rng)
         else:
             rows, offsets = quantity_partition(train.size, int(n_clients), alpha, rng)
-        self.mean = X[train].mean(axis=0)
-        std = X[train].std(axis=0)
+        self.mean, std = finite_mean_and_sd(X[train], field="X", where="the training records")
         self.std = np.where(std > 0, std, 1.0)
         self.classes = classes
         self.partition, self.alpha, self.test_fraction = (

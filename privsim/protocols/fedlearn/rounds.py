@@ -6,7 +6,7 @@ only picked clients ever become agents."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +22,7 @@ from privsim.kit.securesum.outcome import AbortReason, SumOutcome
 from privsim.kit.world import agree_channels, build_world
 from privsim.protocols.fedlearn import behaviours as roles
 from privsim.protocols.fedlearn.accounting import SERVER
+from privsim.protocols.fedlearn.attacks import RoundTweaks, defences
 from privsim.protocols.fedlearn.config import TrainingConfig
 from privsim.protocols.fedlearn.integer import IntegerPlan
 from privsim.protocols.fedlearn.plan import TrainingPlan
@@ -108,13 +109,20 @@ def simulate_round(
     plan: TrainingPlan,
     coalition: frozenset[str],
     secure: secagg.RoundPlan | None = None,
+    tweaks: RoundTweaks | None = None,
+    unclipped: frozenset[str] = frozenset(),
 ) -> RoundRun:
     """Run one round of the training ``plan``: the server sends ``params`` to every
     picked client (``names``), the ``online`` ones return their row of ``updates``
-    through the aggregation (``secure``: the SecAgg round planned for it)."""
+    through the aggregation (``secure``: the SecAgg round planned for it; ``tweaks``:
+    what an active server changes in the round; ``unclipped``: malicious clients, whose
+    own encoding skips the clipping where the client applies it, DCA's integer noise)."""
     training = scenario.table("training", TrainingConfig)
+    tweaks = RoundTweaks() if tweaks is None else tweaks
+    # training.update_check: a client whose range proof fails is rejected, as if dropped
+    online = defences.admitted(training, updates.values, online, _scale(plan))
     if secure is not None:
-        return _secure_round(
+        found = _secure_round(
             scenario,
             streams,
             names=names,
@@ -123,7 +131,9 @@ def simulate_round(
             params=params,
             coalition=coalition,
             secure=secure,
+            tweaks=tweaks,
         )
+        return _checked(training, plan, found)
     dca = training.aggregation == "dca"
     nodes = securesum.node_names(scenario) if dca else ()
     offline = [c for c, up in zip(names, online.tolist(), strict=True) if not up]
@@ -141,14 +151,59 @@ def simulate_round(
         params=params,
         deadline=training.deadline,
         release_empty=releases_empty_rounds(training),
+        params_for=tweaks.params_for,
+        check=_model_check(training, names, training.deadline, None),
     )
     if dca:
-        server = _launch_dca(world, scenario, round_plan, updates, plan, streams)
+        rows = frozenset(i for i, c in enumerate(names) if c in unclipped)
+        server = _launch_dca(world, scenario, round_plan, updates, plan, streams, rows)
     else:
         server = _launch_direct(world, round_plan, updates, plan, streams)
-    agree_channels(world, channel_pairs)
+    agree_channels(world, lambda w: channel_pairs(w) + _check_pairs(round_plan))
     world.run()
-    return RoundRun(worlds=(world,), outcome=securesum.outcome_of(server), names=names)
+    run = RoundRun(worlds=(world,), outcome=securesum.outcome_of(server), names=names)
+    return _checked(training, plan, run)
+
+
+def _model_check(
+    training: TrainingConfig,
+    names: tuple[str, ...],
+    deadline: float,
+    neighbours: Callable[[int], npt.ArrayLike] | None,
+) -> roles.ModelCheck | None:
+    """``training.model_check``: the clients' digest exchange, closing at half the
+    window ``deadline`` (``neighbours``: SecAgg+'s graph; None: every other client)."""
+    if not training.model_check:
+        return None
+    return roles.model_check(names, deadline / 2.0, neighbours)
+
+
+def _check_pairs(plan: roles.RoundPlan) -> list[tuple[str, str]]:
+    """The client-to-client channels of the model check (none without one)."""
+    return [] if plan.check is None else plan.check.pairs()
+
+
+def _scale(plan: TrainingPlan) -> float | None:
+    """The fixed-point scale 2^f of the rounds' integer inputs (None: real inputs)."""
+    return None if plan.integer is None else float(1 << plan.integer.fraction_bits)
+
+
+def _checked(training: TrainingConfig, plan: TrainingPlan, run: RoundRun) -> RoundRun:
+    """``update_check = "norm_bound"``: the released sum rescaled to the norm k honest
+    clipped updates and the noise reach (:func:`~privsim.protocols.fedlearn.attacks.
+    defences.norm_bound`); otherwise the round as it ran."""
+    found = run.outcome
+    if training.update_check != "norm_bound" or found.released is None or found.included is None:
+        return run
+    k = int(np.count_nonzero(found.included))
+    released = np.asarray(found.released, dtype=np.float64)
+    std = defences.sum_std(training, plan, k)
+    bounded = defences.norm_bound(
+        released, defences.norm_bound_of(k, training.clip_norm, std, released.size)
+    )
+    if bounded is released:
+        return run
+    return dataclasses.replace(run, outcome=dataclasses.replace(found, released=bounded))
 
 
 def releases_empty_rounds(training: TrainingConfig) -> bool:
@@ -162,7 +217,8 @@ def plan_secure_round(
     scenario: Scenario, streams: Streams, names: tuple[str, ...], integer: IntegerPlan, r: int
 ) -> secagg.RoundPlan | None:
     """Round r's SecAgg(+) plan for the picked ``names``: (k, t) for the planned dropout
-    and the colluding share of the population (Bell et al. 2020; SecAgg: the complete
+    and the colluding share of the population, or ``training.corruption`` when given
+    (Bell et al. 2020; SecAgg: the complete
     graph), the round's graph from its streams, the integer noise; None when the cohort
     is too small for a round (fewer than 2 clients, or no (k, t) meets the targets)."""
     training = scenario.table("training", TrainingConfig)
@@ -172,6 +228,8 @@ def plan_secure_round(
     share = (
         colluders if isinstance(colluders, int) else len(colluders)
     ) / scenario.population.clients
+    if training.corruption is not None:  # planned apart from the realised coalition
+        share = training.corruption
     params = secagg.choose_parameters(
         len(names),
         dropout=training.expected_dropout,
@@ -213,6 +271,7 @@ def _secure_round(
     params: F64,
     coalition: frozenset[str],
     secure: secagg.RoundPlan,
+    tweaks: RoundTweaks,
 ) -> RoundRun:
     """A SecAgg round in two worlds: the model's download (the clients that miss it by
     half the deadline stay out), then the four rounds of secure aggregation, each
@@ -227,12 +286,19 @@ def _secure_round(
         faults=_round_faults(scenario, names, offline),
         coalition=_coalition(scenario, names, coalition),
     )
-    plan = roles.RoundPlan(clients=names, server=SERVER, params=params, deadline=half)
+    plan = roles.RoundPlan(
+        clients=names,
+        server=SERVER,
+        params=params,
+        deadline=half,
+        params_for=tweaks.params_for,
+        check=_model_check(training, names, half, secure.graph.neighbours),
+    )
     for agent in down.add_parties("client", names):
         down.start(agent, roles.receiver(agent, plan))
     server = down.add_party(SERVER, "server")  # SecAgg's role name for it
     down.start(server, roles.sender(server, plan))
-    agree_channels(down, channel_pairs)
+    agree_channels(down, lambda w: channel_pairs(w) + _check_pairs(plan))
     down.run()
     missed = {c for c in names if down.agents[c].result is not True}
     world = build_world(
@@ -242,7 +308,10 @@ def _secure_round(
         faults=_round_faults(scenario, names, missed),
         coalition=_coalition(scenario, names, coalition),
     )
-    with secagg.launch(world, secure, updates.values) as launched:
+    isolation = (  # an active server opening the target alone (attacks.isolation)
+        None if tweaks.isolate is None else secagg.isolation_of(secure, tweaks.isolate, coalition)
+    )
+    with secagg.launch(world, secure, updates.values, isolation=isolation) as launched:
         agree_channels(world, lambda _: secagg.channel_pairs(secure))
         world.run()
     found = secagg.outcome_of(launched)
@@ -277,6 +346,7 @@ def _launch_dca(
     updates: CohortUpdates,
     training_plan: TrainingPlan,
     streams: Streams,
+    unclipped: frozenset[int] = frozenset(),
 ) -> Agent:
     """DCA: the picked clients, the compute nodes and the server as the output party;
     with integer noise, inputs scaled by 2^f, conditionally rounded and integer-noised
@@ -323,6 +393,7 @@ def _launch_dca(
             share_mode=sum_plan.share_mode,
             threshold=sum_plan.threshold,
             setup=setup,
+            unclipped=unclipped,
         )
     for agent in world.add_parties("client", plan.clients):
         world.start(agent, roles.dca_client(agent, plan, inputs, sum_plan))
@@ -357,6 +428,8 @@ def _launch_direct(
     def finish(total: F64, included: npt.NDArray[np.bool_]) -> F64:
         if training.aggregation != "trusted":
             return total
+        # the curator sees each update: it clips what a malicious client left unclipped
+        total = defences.curator_clip(total, updates.values[included], training.clip_norm)
         scale = noise.sigma  # on the sum; on the mean over k clients: σ·k/m on the sum
         if training.central_noise == "mean":
             scale = noise.sigma * int(included.sum()) / noise.cohort

@@ -36,8 +36,17 @@ from privsim.kit.result import (
     Timing,
 )
 from privsim.kit.secagg import round as secagg
+from privsim.kit.securesum.config import DcaConfig
 from privsim.protocols.fedlearn import accounting
 from privsim.protocols.fedlearn.accounting import SERVER, NoisePlan
+from privsim.protocols.fedlearn.attacks import (
+    AttackContext,
+    Finding,
+    RoundTweaks,
+    RoundView,
+    TrainingAttack,
+)
+from privsim.protocols.fedlearn.attacks.registry import build_attack, build_poisoner, target_of
 from privsim.protocols.fedlearn.canaries import (
     canary_crowding,
     canary_directions,
@@ -246,6 +255,7 @@ class Training:
     stopped: str | None
     wall_seconds: float
     empirical: dict[str, Any] | None = None
+    attack: dict[str, Any] | None = None
 
     @property
     def noise(self) -> NoisePlan:
@@ -410,6 +420,152 @@ class _Canaries:
         )
 
 
+def _check_finite(values: F64, r: int, model: str, what: str = "the model's parameters") -> None:
+    """Stop, naming the fields to change, when training diverged: ``what`` is not finite
+    after round ``r`` (a step too large, or a user's model returning inf or NaN)."""
+    if np.isfinite(values).all():
+        return
+    raise FieldError(
+        "training.server_lr",
+        f"training diverged after round {r}: {what} not finite (model {model!r})",
+        "lower training.server_lr or training.client_lr, or check the model's loss and "
+        "gradients (model.name)",
+    )
+
+
+@dataclass(slots=True)
+class _Threats:
+    """The run's attacks on training: ``attack`` (``threat.attack``: mounted by the
+    colluding servers, told each round before it runs and shown it after) and
+    ``poisoner`` (``threat.poisoning``: malicious clients, counted in the ``coalition``).
+    Without either every method is a no-op and the run is unchanged."""
+
+    coalition: frozenset[str]
+    attack: TrainingAttack | None = None
+    poisoner: Any = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls,
+        scenario: Scenario,
+        streams: Streams,
+        learner: Learner,
+        plan: TrainingPlan,
+        coalition: frozenset[str],
+    ) -> _Threats:
+        threat = scenario.threat
+        if threat.attack is None and threat.poisoning is None:
+            return cls(coalition=coalition)
+        ctx = AttackContext(
+            scenario=scenario,
+            streams=streams,
+            learner=learner,
+            plan=plan,
+            coalition=coalition,
+            target="",
+        )
+        poisoner = build_poisoner(ctx)
+        if poisoner is not None:
+            coalition = coalition | poisoner.malicious
+        attack = None
+        if threat.attack is not None:
+            target = target_of(scenario, streams, coalition)
+            attack = build_attack(
+                AttackContext(
+                    scenario=scenario,
+                    streams=streams,
+                    learner=learner,
+                    plan=plan,
+                    coalition=coalition,
+                    target=target,
+                )
+            )
+        return cls(coalition=coalition, attack=attack, poisoner=poisoner)
+
+    @property
+    def malicious(self) -> frozenset[str]:
+        """The malicious clients (none without ``threat.poisoning``)."""
+        return frozenset() if self.poisoner is None else frozenset(self.poisoner.malicious)
+
+    def prepare(self, r: int, names: tuple[str, ...], params: F64) -> RoundTweaks | None:
+        return None if self.attack is None else self.attack.prepare(r, names, params)
+
+    def updates(
+        self,
+        learner: Learner,
+        params: F64,
+        cohort: npt.NDArray[np.int64],
+        names: tuple[str, ...],
+        online: npt.NDArray[np.bool_],
+        tweaks: RoundTweaks | None,
+        rs: Streams,
+    ) -> F64:
+        """The cohort's updates: each client's from the model it was sent (an active
+        server may send some another, ``tweaks.params_for``: their rows are computed
+        from it, on a stream of their own), the malicious ones poisoned."""
+        updates = learner.updates(params, cohort, online, rs.generator("local"))
+        if tweaks is not None and tweaks.params_for:
+            models: dict[int, tuple[F64, list[int]]] = {}
+            for i, name in enumerate(names):
+                sent = tweaks.params_for.get(name)
+                if sent is not None:
+                    models.setdefault(id(sent), (sent, []))[1].append(i)
+            for k, (sent, rows) in enumerate(models.values()):
+                idx = np.asarray(rows, dtype=np.int64)
+                updates[idx] = learner.updates(
+                    sent, cohort[idx], online[idx], rs.generator("local", "sent", k)
+                )
+        if self.poisoner is not None:
+            updates = self.poisoner.poison(cohort, names, online, params, updates)
+        return np.asarray(updates, dtype=np.float64)
+
+    def records(
+        self, learner: Learner, cohort: npt.NDArray[np.int64], names: tuple[str, ...]
+    ) -> dict[str, tuple[F64, npt.NDArray[np.int64]]]:
+        """Each picked client's records (X, y), the truth an attack is scored against
+        (only when an attack runs)."""
+        if self.attack is None or not names:
+            return {}
+        data = learner.data.cohort(cohort)
+        return {
+            name: (data.X[i, : int(data.counts[i])].copy(), data.y[i, : int(data.counts[i])].copy())
+            for i, name in enumerate(names)
+        }
+
+    def observe(self, view: RoundView) -> None:
+        if self.attack is not None:
+            self.findings.extend(self.attack.observe(view))
+        if self.poisoner is not None:  # counts the malicious updates that reached a sum
+            self.poisoner.observe(view)
+
+    def opened(self, view: RoundView) -> tuple[str, ...]:
+        """The honest clients an active server could open alone in the round (its
+        attack's ``openable``; none for a passive attack or none at all)."""
+        openable = getattr(self.attack, "openable", None)
+        return () if openable is None else tuple(openable(view))
+
+    def as_released(
+        self, included: tuple[str, ...] | None, opened: tuple[str, ...]
+    ) -> tuple[str, ...] | None:
+        """What the round released as the coalition could have it: with a client an
+        active server could open alone, that client's input with the colluders' (its
+        own noise share, never credited, the only honest one: ε = ∞ for the round);
+        else what reached the sum."""
+        if included is None or not opened:
+            return included
+        return (*(c for c in included if c in self.coalition), opened[0])
+
+    def report(self, params: F64) -> dict[str, Any] | None:
+        """The result's ``attack`` section (None without an attack or poisoning)."""
+        out: dict[str, Any] = {}
+        if self.attack is not None:
+            out.update(self.attack.report(self.findings, params))
+        if self.poisoner is not None:
+            out["poisoning"] = self.poisoner.report()
+        return out or None
+
+
 def _runnable_with_one_more(
     scenario: Scenario, rs: Streams, names: tuple[str, ...], plan: TrainingPlan, r: int
 ) -> bool:
@@ -434,6 +590,8 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
     _planned(scenario, plan, Streams(scenario.seed))  # refuse a planned overspend first
     ledger = accounting.ledger_of(scenario)
     coalition = population_coalition(scenario, streams)
+    threats = _Threats.of(scenario, streams, learner, plan, coalition)
+    coalition = threats.coalition
     availability = Availability.of(scenario.table("availability", AvailabilityConfig), n)
     noise = plan.noise
     optimizer = ServerOptimizer(training, params.size)
@@ -474,7 +632,8 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
             stopped = f"round {r} was refused: {exc}"
             break
         online = availability.online(cohort, r, rs.generator("availability"))
-        updates = learner.updates(params, cohort, online, rs.generator("local"))
+        tweaks = threats.prepare(r, names, params)
+        updates = threats.updates(learner, params, cohort, names, online, tweaks, rs)
         run = simulate_round(
             scenario,
             rs,
@@ -485,18 +644,38 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
             plan=plan,
             coalition=coalition,
             secure=secure,
+            tweaks=tweaks,
+            unclipped=threats.malicious,
         )
+        view = RoundView(
+            round=r,
+            names=names,
+            online=online,
+            updates=updates,
+            params=params,
+            run=run,
+            plan=plan,
+            coalition=coalition,
+            secure=secure,
+            records=threats.records(learner, cohort, names),
+            tweaks=tweaks or RoundTweaks(),
+        )
+        threats.observe(view)
         reached = run.included()
         real = frozenset(names)
         included = None if reached is None else tuple(c for c in reached if c in real)
         canary_set.count(picked_k, reached)
-        plan.settle(ledger, r, included)  # the real clients' shares alone are credited
+        opened = threats.opened(view)
+        # the real clients' shares alone are credited; a client an active server could
+        # open alone is released with its own share only
+        plan.settle(ledger, r, threats.as_released(included, opened))
         entry = ledger.entries[-1]
         assert entry.label == accounting.round_label(r)
         so_far.add(entry.event_against(coalition))
         running.append(so_far.epsilon)
         if included is not None and run.outcome.released is not None:
             params = optimizer.step(params, np.asarray(run.outcome.released) / noise.cohort)
+            _check_finite(params, r, learner.model_name)
             included_ever.update(included)
         picked_colluders = {c for c in names if c in coalition}
         colluders_picked |= picked_colluders
@@ -512,6 +691,8 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         sent = {role: round(f["bytes_sent_mean"] * f["parties"]) for role, f in comm.roles.items()}
         evaluate = r % training.eval_every == 0 or r == training.rounds
         accuracy, loss = learner.evaluate(params) if evaluate else (None, None)
+        if loss is not None:
+            _check_finite(np.asarray([loss]), r, learner.model_name, what="the test loss")
         records.append(
             RoundRecord(
                 round=r,
@@ -527,7 +708,7 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
                 messages=comm.messages,
                 simulated_seconds=comm.duration or 0.0,
                 wall_seconds=time.perf_counter() - round_started,
-                exposed=_exposed(plan, included, coalition, secure),
+                exposed=_exposed(plan, included, coalition, secure) or len(opened),
                 detail="" if included is not None else _why(run),
             )
         )
@@ -558,12 +739,13 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         picked_colluders=colluders_picked,
         stopped=stopped,
         wall_seconds=time.perf_counter() - started,
+        attack=threats.report(params),
     )
 
 
 def _accuracy(t: Training) -> dict[str, Any] | None:
     evaluated = [r for r in t.records if r.test_accuracy is not None]
-    if not evaluated or not any(r.status == "released" for r in t.records):
+    if not evaluated or not _held_data(t):
         return None
     last = evaluated[-1]
     return {
@@ -577,17 +759,30 @@ def _accuracy(t: Training) -> dict[str, Any] | None:
     }
 
 
+def _held_data(t: Training) -> bool:
+    """Whether some round released a sum holding a client's update (a curator's round
+    that nothing reached releases its noise alone: charged, but no data)."""
+    return any(r.status == "released" and (r.included or 0) > 0 for r in t.records)
+
+
 def _abort(t: Training) -> Abort | None:
-    if any(r.status == "released" for r in t.records):
+    if _held_data(t):
         return None
     if t.stopped:
         return Abort(reason="budget_exhausted", detail=t.stopped)
-    first = t.records[0].detail if t.records else ""
+    first = next((r.detail for r in t.records if r.detail), "no client's update reached it")
+    training = t.scenario.table("training", TrainingConfig)
+    fix = "plan for the dropouts with training.expected_dropout (or dca.tolerated)"
+    if (
+        training.aggregation == "dca"
+        and training.sampling == "fixed"
+        and t.scenario.table("dca", DcaConfig).on_excess_dropout != "release"
+    ):
+        fix += ', or let rounds release beyond them with dca.on_excess_dropout = "release"'
     return Abort(
         reason="too_many_dropouts",
-        detail=f"no round released a sum ({len(t.records)} rounds ran; round 1: {first}); "
-        "plan for the dropouts with training.expected_dropout (or dca.tolerated), or let "
-        'rounds release beyond them with dca.on_excess_dropout = "release"',
+        detail=f"no round released a sum holding a client's update ({len(t.records)} rounds "
+        f"ran; first: {first}); {fix}",
     )
 
 
@@ -675,5 +870,6 @@ def run_fedlearn(scenario: Scenario, seed: int) -> RunResult:
         ),
         timing=Timing(wall_seconds=t.wall_seconds),
         details=_details(t),
+        attack=t.attack,
         scenario=scenario.to_dict(),
     )

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from privsim.data.stats import finite_mean_and_sd
 from privsim.protocols.summarization.config import SummarizationConfig
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.loader import InputFileError, read_input_text
@@ -141,7 +142,7 @@ def _scaled(raw: SetUp, cfg: SummarizationConfig, owners_mean: F64, owners_sd: F
     if cfg.standardise == "owners":
         return _standardise(raw, owners_mean, owners_sd)
     seed = raw.seed[0]
-    sd = seed.std(0)
+    mean, sd = finite_mean_and_sd(seed, field="summarization.features", where="the seed set")
     constant = np.flatnonzero(sd == 0)
     if constant.size:
         raise FieldError(
@@ -150,7 +151,7 @@ def _scaled(raw: SetUp, cfg: SummarizationConfig, owners_mean: F64, owners_sd: F
             f"{int(constant[0])}: the features cannot be standardised by them",
             'give a larger seed set, or set summarization.standardise = "none"',
         )
-    return _standardise(raw, seed.mean(0), sd)
+    return _standardise(raw, mean, sd)
 
 
 def _label(x: F64) -> F64:
@@ -482,7 +483,9 @@ def _read_user_csv(
 
     if standardise:  # by the public seed set (§4: D_init may be random), never the owners'
         on_seed = roles == "seed"
-        mean, sd = x[on_seed].mean(0), x[on_seed].std(0)
+        mean, sd = finite_mean_and_sd(
+            x[on_seed], field="summarization.features", columns=features, where=f"{p} (seed rows)"
+        )
         constant = np.flatnonzero(sd == 0)
         if constant.size:
             raise FieldError(

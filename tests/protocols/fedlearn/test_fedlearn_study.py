@@ -161,3 +161,26 @@ def test_aborted_and_other_protocols_rows_are_not_in_the_curves():
     assert list(kit.curves["row_id"]) == ["a", "c"]  # the table keeps every run's rounds
     [curve], _ = curves_of(kit, "round", "test_accuracy")
     assert list(curve.y) == [0.5]  # the figures, only the released runs'
+
+
+def test_the_curves_csv_escapes_cells_a_spreadsheet_would_run(tmp_path: Path):
+    """A grid value or round detail that starts like a formula is written with a leading
+    quote (the CSV-export convention), numbers (negative ones too) as they are."""
+    from privsim.analysis.curves import write_curves
+
+    rows = [
+        {
+            "row_id": '=HYPERLINK("http://x")',
+            "protocol": "fedlearn",
+            "status": "released",
+            "grid.dataset.path": "@SUM(A1:A9)",
+            CURVES: [{"round": 1, "test_loss": -0.5, "detail": "+cmd|' /C calc'!A0"}],
+        }
+    ]
+    path = write_curves(pd.DataFrame(rows), tmp_path)
+    assert path is not None
+    table = pd.read_csv(path)
+    assert table["row_id"].tolist() == ['\'=HYPERLINK("http://x")']
+    assert table["grid.dataset.path"].tolist() == ["'@SUM(A1:A9)"]
+    assert table["detail"].tolist() == ["'+cmd|' /C calc'!A0"]
+    assert table["test_loss"].tolist() == [-0.5]
