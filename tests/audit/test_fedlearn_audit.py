@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -106,11 +107,7 @@ def test_empty_rounds_withheld_and_charged_nothing_are_caught(monkeypatch):
     assert sum(aborted) == 7
     assert view.release_out.tolist() == [not a for a in aborted]
     assert view.release_in.all()  # the canary's update reaches the curator
-    plan = plans_of(training)["rounds"]
-    result = audit_plan(plan, training.scenario, TRUSTED_TRIALS, seed=2)
-    assert result.claimed_epsilon == pytest.approx(2.314, abs=0.01)
-    assert result.exceeds_claim
-    assert result.lower_bound > 5.0
+    _caught(training, TRUSTED_TRIALS, claim=2.314, floor=5.0)
 
 
 def test_own_share_credited_on_both_sides_is_caught(monkeypatch):
@@ -119,12 +116,16 @@ def test_own_share_credited_on_both_sides_is_caught(monkeypatch):
     whose ε the fixed ledger gives, 6.87. Bound at 5·10⁴ trials a side: 2.30–3.47
     (seeds 1–8; seed 2: 2.73), about twice the claim or more."""
     _own_share_on_both_sides(monkeypatch)
-    training = audited_training(small_audit_scenario("dca"))
-    plan = plans_of(training)["rounds"]
-    result = audit_plan(plan, training.scenario, DCA_TRIALS, seed=2)
-    assert result.claimed_epsilon == pytest.approx(1.24, abs=0.01)
+    _caught(audited_training(small_audit_scenario("dca")), DCA_TRIALS, claim=1.24, floor=2.0)
+
+
+def _caught(training: Any, trials: int, *, claim: float, floor: float) -> None:
+    """The rounds' audit (seed 2) finds the defective ``claim`` exceeded, its lower
+    bound above ``floor``."""
+    result = audit_plan(plans_of(training)["rounds"], training.scenario, trials, seed=2)
+    assert result.claimed_epsilon == pytest.approx(claim, abs=0.01)
     assert result.exceeds_claim
-    assert result.lower_bound > 2.0
+    assert result.lower_bound > floor
 
 
 def test_dca_trials_draw_the_target_and_the_others_shares_of_the_run(dca):
