@@ -189,19 +189,7 @@ def curves_of(kit: StudyKit, x: str, y: str) -> tuple[list[Curve], int]:
         index = index[usable[index]]
         if not index.size:
             continue
-        stats = []
-        for r in np.unique(rounds[index]):
-            at = index[rounds[index] == r]
-            px, py = xs[at], ys[at]
-            stats.append(
-                (
-                    r,
-                    *np.percentile(px, [50.0, LOW, HIGH]),
-                    *np.percentile(py, [50.0, LOW, HIGH]),
-                    at.size,
-                )
-            )
-        columns = np.asarray(stats, dtype=np.float64).T
+        columns = _round_stats(rounds[index], xs[index], ys[index])
         out.append(
             Curve(
                 label=kit.describe(keys, labels[cell]) if keys else "median",
@@ -217,6 +205,29 @@ def curves_of(kit: StudyKit, x: str, y: str) -> tuple[list[Curve], int]:
             )
         )
     return out, dropped
+
+
+def _round_stats(rounds: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Per round, in order: (round, median, 10th and 90th percentile of x, the same of
+    y, count), as rows of an (8, rounds) array. One grouped pass (pandas' quantiles,
+    linear interpolation as NumPy's percentile), so 10⁵ rounds take a second, not a
+    loop over the rounds that rescans every point."""
+    import pandas as pd
+
+    points = pd.DataFrame({"round": rounds, "x": xs, "y": ys})
+    groups = points.groupby("round", sort=True)
+    qs = groups[["x", "y"]].quantile([0.5, LOW / 100.0, HIGH / 100.0]).unstack()
+    return np.vstack(
+        [
+            qs.index.to_numpy(dtype=np.float64),
+            *(
+                qs[(v, q)].to_numpy(dtype=np.float64)
+                for v in "xy"
+                for q in (0.5, LOW / 100.0, HIGH / 100.0)
+            ),
+            groups.size().to_numpy(dtype=np.float64),
+        ]
+    )
 
 
 def _shared_target(curves: Sequence[Curve]) -> float | None:

@@ -184,3 +184,24 @@ def test_the_curves_csv_escapes_cells_a_spreadsheet_would_run(tmp_path: Path):
     assert table["grid.dataset.path"].tolist() == ["'@SUM(A1:A9)"]
     assert table["detail"].tolist() == ["'+cmd|' /C calc'!A0"]
     assert table["test_loss"].tolist() == [-0.5]
+
+
+def test_the_round_statistics_are_numpys_percentiles_round_by_round():
+    """The grouped pass gives, per round, NumPy's percentiles of that round's points
+    (rounds of unequal counts, in any order), to the last bit or within 1e-12."""
+    from privsim.protocols.fedlearn.figures import HIGH, LOW, _round_stats
+
+    rng = np.random.default_rng(5)
+    rounds = rng.integers(1, 40, size=500)
+    xs, ys = rng.normal(size=500), rng.exponential(size=500)
+    stats = _round_stats(rounds, xs, ys)
+    assert stats.shape == (8, np.unique(rounds).size)
+    for column, r in enumerate(np.unique(rounds)):
+        at = rounds == r
+        expected = [
+            r,
+            *np.percentile(xs[at], [50.0, LOW, HIGH]),
+            *np.percentile(ys[at], [50.0, LOW, HIGH]),
+            at.sum(),
+        ]
+        np.testing.assert_allclose(stats[:, column], expected, rtol=1e-12, atol=1e-15)
