@@ -118,11 +118,14 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None and len(args) < len(typing.get_args(tp)):
             return None
+        errors: list[ScenarioError] = []
         for arg in args:
             try:
                 return _convert(value, arg, path)
-            except ScenarioError:
-                continue
+            except ScenarioError as exc:
+                errors.append(exc)
+        if len(args) == 1 and dataclasses.is_dataclass(args[0]):  # an optional table
+            raise errors[0]  # its own error names the field and the fix
         if args and all(typing.get_origin(a) is Literal for a in args):  # an optional choice
             choices = [o for a in args for o in typing.get_args(a)]
             optional = " or leave the field out" if len(args) < len(typing.get_args(tp)) else ""
@@ -188,6 +191,8 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
 def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) is tuple:
         return "a list"
+    if dataclasses.is_dataclass(tp):
+        return "a table"
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
         tp, str(tp)
     )

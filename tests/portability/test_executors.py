@@ -68,5 +68,7 @@ def test_the_threat_study_of_training_gives_the_same_rows_with_1_and_2_workers(t
     ):
         one, two, dask = (rows_without_timing(s.rows()) for s in (a, b, c))
     assert len(one) == len(data["cases"])
-    assert all(isinstance(row["attack"]["success"], float) for row in one)
+    # success is None only for an active attack whose target was never picked
+    assert all("success" in row["attack"] for row in one)
+    assert sum(isinstance(row["attack"]["success"], float) for row in one) >= 5
     assert one == two == dask

@@ -124,10 +124,14 @@ def _charge_planned(scenario: Scenario, plan: TrainingPlan, streams: Streams) ->
         for r in range(1, rounds + 1):
             secure = plan_secure_round(scenario, streams, names, plan.integer, r)
             if secure is None:
+                kind = "SecAgg+ graph" if plan.aggregation == "secagg_plus" else "SecAgg threshold"
                 raise FieldError(
                     "training.rate",
-                    f"a cohort of {len(names)} admits no SecAgg+ graph meeting the targets",
-                    "pick larger cohorts or relax training.security_bits",
+                    f"a cohort of {len(names)} admits no {kind} (k, t) meeting the targets "
+                    "for the planned dropout and corruption",
+                    "pick larger cohorts (training.rate or training.cohort), or lower "
+                    "training.expected_dropout or training.corruption, or relax "
+                    "training.security_bits",
                 )
             plan.charge(ledger, r, names, secure)
         return ledger

@@ -30,6 +30,7 @@ __all__ = [
     "largest_of",
     "median_of",
     "relative_error",
+    "share_recovered",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -54,6 +55,14 @@ def median_of(values: Sequence[float]) -> float | None:
     """The median of an attack's figures; None when there are none (no targeted
     round: a result holds no NaN)."""
     return float(statistics.median(values)) if values else None
+
+
+def share_recovered(findings: Sequence[Finding]) -> float | None:
+    """``success``: the share of the targeted client-rounds recovered; None when no
+    client-round was targeted (the target never picked: nothing to score)."""
+    if not findings:
+        return None
+    return sum(1 for f in findings if f.recovered) / len(findings)
 
 
 def largest_of(values: Iterable[float]) -> float | None:

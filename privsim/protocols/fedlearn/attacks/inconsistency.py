@@ -61,6 +61,7 @@ from privsim.protocols.fedlearn.attacks import (
     largest_of,
     median_of,
     relative_error,
+    share_recovered,
 )
 from privsim.protocols.fedlearn.config import TrainingConfig
 from privsim.protocols.fedlearn.models import MLP, Model
@@ -233,7 +234,7 @@ class ModelInconsistency:
             "name": self.name,
             "aggregation": self.aggregation,
             "target": self.target,
-            "success": len(recovered) / len(findings) if findings else 0.0,
+            "success": share_recovered(findings),
             "rounds_recovered": sorted({f.round for f in recovered}),
             "client_rounds_targeted": len(findings),
             "median_error": median_of([f.error for f in findings]),

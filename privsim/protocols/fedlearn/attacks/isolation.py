@@ -51,6 +51,7 @@ from privsim.protocols.fedlearn.attacks import (
     largest_of,
     median_of,
     relative_error,
+    share_recovered,
 )
 from privsim.protocols.fedlearn.config import TrainingConfig
 from privsim.scenarios.errors import FieldError
@@ -194,7 +195,7 @@ class DropoutIsolation:
             "name": self.name,
             "aggregation": self.aggregation,
             "target": self.target,
-            "success": len(recovered) / len(findings) if findings else 0.0,
+            "success": share_recovered(findings),
             "rounds_recovered": sorted({f.round for f in recovered}),
             "rounds_targeted": len(findings),
             "routes": dict(sorted(routes.items())),

@@ -41,6 +41,7 @@ from privsim.protocols.fedlearn.attacks import (
     RoundView,
     median_of,
     relative_error,
+    share_recovered,
 )
 from privsim.protocols.fedlearn.attacks.exposed import (
     Exposed,
@@ -208,7 +209,7 @@ class Reconstruction:
         return {
             "name": self.name,
             "aggregation": self.aggregation,
-            "success": len(recovered) / len(findings) if findings else 0.0,
+            "success": share_recovered(findings),
             "rounds_recovered": sorted({f.round for f in recovered}),
             "client_rounds_targeted": len(findings),
             "clients_targeted": len(by_client),
