@@ -127,6 +127,7 @@ __all__ = [
     "OverspendWarning",
     "PrivacyLedger",
     "Trust",
+    "coarse_epsilon_of",
     "compose",
     "composition",
     "epsilon_of",
@@ -649,6 +650,26 @@ def epsilon_of(
     return epsilon
 
 
+def coarse_epsilon_of(
+    events: Iterable[dp_accounting.DpEvent], delta: float, interval: float
+) -> float:
+    """ε at δ of the PLD composition of ``events`` (add/remove-one) at the discretisation
+    ``interval``: an upper bound like :func:`epsilon_of`'s PLD figure, larger by about
+    the leaves' count times the interval, and cheaper in proportion (a PLD's points
+    scale as 1/interval). For searches that only need a bracket, such as the planner's
+    first pass; every figure a run reports is :func:`epsilon_of`'s. ∞ where a leaf has
+    no PLD."""
+    found = leaves(events)
+    if not found:
+        return 0.0
+    if _trivially_infinite(found, delta):
+        return math.inf
+    try:
+        return float(_pld(found, "add_remove", interval).get_epsilon_for_delta(delta))
+    except (OverflowError, TypeError):
+        return math.inf
+
+
 def _relation(
     found: Iterable[tuple[dp_accounting.DpEvent, int]], neighbour: Neighbour
 ) -> Neighbour:
@@ -981,9 +1002,14 @@ class PrivacyLedger:
                 f"{max(spent_delta, 0.0):g}, over the budget eps = {self.epsilon_budget:g}"
             )
             if self.on_overspend is OverspendPolicy.REFUSE:
+                reasons = [f"{e.label}: {e.reason}" for e in self._entries.values() if e.reason]
                 fix = (
+                    # a release already charged as not private, for the reason it gives
+                    f". No epsilon can meet it: {'; '.join(reasons)}. Set "
+                    "privacy.on_overspend = 'warn' to run anyway (e.g. a study of the attack)."
+                    if math.isinf(spent) and reasons
                     # no ε holds: a mechanism's own δ exceeds the budget's, raising ε cannot help
-                    ". No epsilon can meet it: a mechanism here is not private at this delta "
+                    else ". No epsilon can meet it: a mechanism here is not private at this delta "
                     "(its own delta exceeds the budget's); choose a private variant of it, or "
                     "set privacy.on_overspend = 'warn' to run anyway (e.g. paper reproduction)."
                     if math.isinf(spent)
@@ -1037,9 +1063,12 @@ class PrivacyLedger:
         realised: dp_accounting.DpEvent | None = None,
         *,
         contributors: Iterable[str] | None = None,
+        reason: str = "",
     ) -> None:
         """The mechanism released: as planned, as ``realised``, or with noise shares from
-        ``contributors`` only (the parties whose shares are in the release)."""
+        ``contributors`` only (the parties whose shares are in the release). ``reason``:
+        why the release is what it is, where that is not the plan (reported with the
+        event)."""
         entry = self._entries[label]
         if isinstance(realised, dp_accounting.NoOpDpEvent):
             self.withhold(label)
@@ -1052,6 +1081,7 @@ class PrivacyLedger:
             Status.RELEASED,
             realised,
             None if contributors is None else _as_members(contributors),
+            reason=reason,
             sampling=entry.sampling,
             viewers=entry.viewers,
         )

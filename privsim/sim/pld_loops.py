@@ -12,10 +12,16 @@ each, more than the composition itself.
   order as the loop (sequentially, in float64): the same running masses, the same losses
   (``itertools.count``'s repeated addition), the same stopping index and the same
   ε. It walks in chunks that double in size, so a walk that stops early reads little.
-- :func:`self_convolve_bounds` computes each order's ``logsumexp`` with the same
-  operations SciPy's stable branch applies (the maximum term set aside, the others'
-  weighted exponentials summed pairwise in the same array, ``log1p`` of their ratio),
-  with what the 40 orders share computed once: the same bounds.
+- :func:`self_convolve_bounds` computes each order's ``logsumexp`` as SciPy's stable
+  branch does (the maximum term set aside, the others' weighted exponentials summed,
+  ``log1p`` of their ratio). The library's orders are ±k/n for k = 1 … 20, so the k-th
+  order's terms are the (k − 1)-th's times one array w = exp(±(i − i_max)/n): one
+  product per order in place of an exponential of the whole array (20 times faster at
+  2.5·10⁵ points). The products differ from the exponentials by a few ulps, and a
+  bound is the ceiling (or floor) of a value near n·R·log-MGF/k, so the bounds are the
+  library's unless that value lies within about 10⁻⁷ of a whole number; where one
+  did, the truncation would move by one point of mass below the tail's 10⁻¹⁵. Other
+  orders, or arrays with non-finite entries, take the order-by-order path.
 - :func:`forward_diffs` is the forward differences behind the RDP bound for sampling
   without replacement (Wang, Balle & Kasiviswanathan 2019), O(α²) scalar steps in
   Python for order α, with each pass over the array at once: a pass's steps are
@@ -83,9 +89,19 @@ _NUMPY_IS_LIBM = _numpy_is_libm()
 
 
 def _exp(x: F64) -> F64:
+    """exp of each element, ∞ past float64's range (a chunk of the walk reads losses
+    beyond the point where the loop would have stopped; those are discarded)."""
     if _NUMPY_IS_LIBM:
-        return np.exp(x)
-    return np.fromiter(map(math.exp, x.tolist()), np.float64, x.size)
+        with np.errstate(over="ignore"):
+            return np.exp(x)
+    return np.fromiter(map(_exp_or_inf, x.tolist()), np.float64, x.size)
+
+
+def _exp_or_inf(value: float) -> float:
+    try:
+        return math.exp(value)
+    except OverflowError:
+        return math.inf
 
 
 def _log(x: F64) -> F64:
@@ -167,11 +183,13 @@ def self_convolve_bounds(
     if b.ndim != 1 or b.size == 0 or not np.all(np.isfinite(b)):
         assert _LIBRARY_BOUNDS is not None
         return _LIBRARY_BOUNDS(input_list, num_times, tail_mass_truncation, orders)  # type: ignore[no-any-return]
-    index = np.arange(b.size)
-    zero = b == 0
-    nonzero = np.flatnonzero(~zero)
-    for order in orders:
-        log_mgf = _log_mgf(b, index, zero, nonzero, order)
+    log_mgfs = _library_orders_log_mgf(b, orders)
+    if log_mgfs is None:
+        index = np.arange(b.size)
+        zero = b == 0
+        nonzero = np.flatnonzero(~zero)
+        log_mgfs = [_log_mgf(b, index, zero, nonzero, order) for order in orders]
+    for order, log_mgf in zip(orders, log_mgfs, strict=True):
         bound = (num_times * log_mgf + math.log(2 / tail_mass_truncation)) / order
         if not math.isfinite(bound):
             continue
@@ -180,6 +198,41 @@ def self_convolve_bounds(
         if order < 0:
             lower_bound = max(lower_bound, math.floor(bound))
     return lower_bound, upper_bound
+
+
+#: The library's orders, in units of 1/n: −20 … −1, 1 … 20.
+_LIBRARY_STEPS = np.concatenate((np.arange(-20, 0), np.arange(1, 21)))
+
+
+def _library_orders_log_mgf(b: F64, orders: F64) -> list[float] | None:
+    """``logsumexp(i·order, b=b)`` at each of the library's orders ±k/n (n = b's
+    length), the k-th order's terms b_i·w^k built from the (k − 1)-th's by one product
+    (w = exp((i − i*)/n) for positive orders, i* the last non-zero index; exp(−(i −
+    i₀)/n) for negative ones, i₀ the first): log1p(s/m) + log m + i*·order, m = b at
+    i*, s the other terms' sum. None for other orders, an array of zeros or negative
+    entries, or a non-finite figure (the caller's order-by-order path)."""
+    n = b.size
+    if orders.shape != _LIBRARY_STEPS.shape or not np.array_equal(orders, _LIBRARY_STEPS / n):
+        return None
+    nonzero = np.flatnonzero(b)
+    if nonzero.size == 0 or b.min() < 0:
+        return None
+    first, last = int(nonzero[0]), int(nonzero[-1])
+    span = b[first : last + 1]
+    steps = np.arange(first, last + 1, dtype=np.float64)
+    found: dict[int, float] = {}
+    for sign, at in ((1, last), (-1, first)):
+        m = float(b[at])
+        with np.errstate(all="ignore"):
+            w = np.exp(sign * (steps - at) / n)
+            terms = span.copy()
+            terms[at - first] = 0.0  # the largest term, set aside
+            for k in range(1, 21):
+                terms *= w
+                order = sign * k / n
+                found[sign * k] = math.log1p(float(terms.sum()) / m) + math.log(m) + at * order
+    figures = [found[int(k)] for k in _LIBRARY_STEPS]
+    return figures if all(math.isfinite(f) for f in figures) else None
 
 
 def _log_mgf(

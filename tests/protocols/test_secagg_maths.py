@@ -156,3 +156,25 @@ def test_vectorised_sharing_reconstructs_from_any_t_and_not_from_t_minus_1():
         assert np.array_equal(kit, secrets[client])  # agrees with the kit's interpolation
         fewer = interpolate_at_zero((who[pick[:-1]] + 1)[None, :], shares[pick[:-1]][None])
         assert not np.array_equal(fewer[0], secrets[client])
+
+
+@pytest.mark.parametrize("bits", [20, 32, 62, 64])
+def test_an_input_past_int64_is_reduced_exactly(bits: int) -> None:
+    """A malicious client's unclipped update can be far past 2^63 once scaled by 2^f:
+    its residue is the integer the float holds mod 2^b (Python's exact integers are the
+    reference), never a saturated cast. Values near the 2^62 switch, signs, and
+    magnitudes up to 10^30 (whose float integers are multiples of 2^47)."""
+    rng = np.random.default_rng(3)
+    z = np.concatenate(
+        [
+            rng.normal(size=20) * 10.0 ** rng.integers(0, 30, size=20),
+            [2.0**22, -(2.0**22), 2.0**22 - 2.0**-18, 1e-3, -0.5],
+        ]
+    )
+    noise = rng.integers(-(2**40), 2**40, size=z.size)
+    got = encode_inputs(z, 40, bits, noise)
+    want = [
+        (round(v * 2**40) + int(n)) % 2**bits
+        for v, n in zip(z.tolist(), noise.tolist(), strict=True)
+    ]
+    assert got.tolist() == want

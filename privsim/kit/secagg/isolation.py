@@ -109,38 +109,81 @@ def _honest_list(graph: Graph, u: int, alive3: npt.NDArray[np.bool_]) -> I64:
     return mine[alive3[mine]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """What every target's route reads from one round's live sets, computed once: who is
+    alive in U2 and U3, who colludes, the colluders summed (alive in U3) and those
+    holding shares, each client's honest list size and its colluding holders."""
+
+    graph: Graph
+    alive2: npt.NDArray[np.bool_]
+    alive3: npt.NDArray[np.bool_]
+    colluding: npt.NDArray[np.bool_]
+    live_c: npt.NDArray[np.bool_]
+    holding_c: npt.NDArray[np.bool_]
+    list_sizes: I64
+    colluding_holders: I64
+
+    @classmethod
+    def of(
+        cls, graph: Graph, u2: I64, u3: I64, colluders: tuple[int, ...], offline_shares: bool
+    ) -> _Live:
+        n = graph.n
+        alive2 = np.zeros(n, dtype=bool)
+        alive2[u2] = True
+        alive3 = np.zeros(n, dtype=bool)
+        alive3[u3] = True
+        colluding = np.zeros(n, dtype=bool)
+        colluding[list(colluders)] = True
+        # the colluders holding shares: those alive in U3, or with ``offline_shares``
+        # every one that received its shares in ShareKeys (U2): a colluder that dropped
+        # later still hands the server what it holds, though not in the protocol's messages
+        holding_c = colluding & (alive2 if offline_shares else alive3)
+        sizes = np.array([int(alive3[_closed(graph, h)].sum()) for h in range(n)], np.int64)
+        held = np.array([int(holding_c[graph.neighbours(v)].sum()) for v in range(n)], np.int64)
+        return cls(graph, alive2, alive3, colluding, colluding & alive3, holding_c, sizes, held)
+
+
 def route(
     graph: Graph,
     threshold: int,
     u2: I64,
     u3: I64,
     isolation: Isolation,
+    *,
+    offline_shares: bool = False,
 ) -> Route | None:
     """The first of :data:`ROUTES` that opens the target after MaskedInputCollection
     (live sets ``u2``, ``u3``), or None (the target is not in U3, or no route works;
-    with ``isolation.always`` the isolating lists then, kind ``"refused"``)."""
-    n, t, u = graph.n, threshold, isolation.target
-    alive2 = np.zeros(n, dtype=bool)
-    alive2[u2] = True
-    alive3 = np.zeros(n, dtype=bool)
-    alive3[u3] = True
-    if not alive3[u]:
+    with ``isolation.always`` the isolating lists then, kind ``"refused"``).
+    ``offline_shares``: count the shares of colluders that dropped after ShareKeys (what
+    the coalition could open; the simulated server's own route uses live ones only)."""
+    live = _Live.of(graph, u2, u3, isolation.colluders, offline_shares)
+    return _route(live, threshold, isolation, build=True)
+
+
+def _route(live: _Live, t: int, isolation: Isolation, *, build: bool) -> Route | None:
+    """:func:`route` on the round's :class:`_Live` state; ``build``: the lists (else the
+    route's kind and opened set only, for :func:`isolable`)."""
+    graph, u = live.graph, isolation.target
+    if not live.alive3[u]:
         return None
-    colluding = np.zeros(n, dtype=bool)
-    colluding[list(isolation.colluders)] = True
-    live_c = colluding & alive3  # the colluders holding shares and summed with u
-    opened = np.flatnonzero(live_c | (np.arange(n) == u)).astype(np.int64)
+    n = graph.n
+    opened = np.flatnonzero(live.live_c | (np.arange(n) == u)).astype(np.int64)
     near = graph.neighbours(u)
-    c_u = int(live_c[near].sum())  # colluding holders of u's shares
-    honest_live = alive3 & ~colluding
-    everyone = np.flatnonzero(alive3).astype(np.int64)
+    c_u = int(live.holding_c[near].sum())  # colluding holders of u's shares
+    honest_live = live.alive3 & ~live.colluding
+    none = np.zeros(0, dtype=np.int64)
 
     def lists_honest(told_dropped: set[int]) -> Route:
+        kind = "collusion" if not told_dropped else "equivocate"
+        if not build:
+            return Route(kind=kind, opened=opened, recipients=none, lists=())
+        everyone = np.flatnonzero(live.alive3).astype(np.int64)
         lists = []
         for h in everyone.tolist():  # the colluders too: they answer the honest sum
-            mine = _honest_list(graph, h, alive3)
+            mine = _honest_list(graph, h, live.alive3)
             lists.append(mine[mine != u] if h in told_dropped else mine)
-        kind = "collusion" if not told_dropped else "equivocate"
         return Route(kind=kind, opened=opened, recipients=everyone, lists=tuple(lists))
 
     if c_u >= t:
@@ -149,17 +192,17 @@ def route(
     def isolating(kind: str) -> Route:
         # u and the live colluders are told L (each its own neighbourhood's part);
         # the honest others are told nothing: they look dropped
+        if not build:
+            return Route(kind=kind, opened=opened, recipients=none, lists=())
         lists = tuple(opened[np.isin(opened, _closed(graph, w))] for w in opened.tolist())
         return Route(kind=kind, opened=opened, recipients=opened, lists=lists)
 
     if 1 + c_u >= t:
-        neighbours_honest = near[alive2[near] & ~colluding[near]]
-        if all(1 + int(live_c[graph.neighbours(int(v))].sum()) >= t for v in neighbours_honest):
+        neighbours_honest = near[live.alive2[near] & ~live.colluding[near]]
+        if bool(np.all(1 + live.colluding_holders[neighbours_honest] >= t)):
             return isolating("isolate")
     holders = near[honest_live[near]]  # honest holders of u's shares alive in U3, u aside
-    eligible = [
-        int(h) for h in holders.tolist() if _honest_list(graph, int(h), alive3).size >= t + 1
-    ]
+    eligible = holders[live.list_sizes[holders] >= t + 1].tolist()
     need_s, need_b = t - c_u, t - 1 - c_u  # S's shares of s_u^SK; B's of b_u beside u's
     spare = holders.size - need_s - need_b
     if not isolation.consistent and len(eligible) >= need_s and spare >= 0:
@@ -171,13 +214,17 @@ def route(
 
 def isolable(graph: Graph, threshold: int, u2: I64, u3: I64, colluders: tuple[int, ...]) -> I64:
     """The honest clients of U3 an active server with ``colluders`` could open alone
-    after MaskedInputCollection (any route of :func:`route`), sorted: whoever it
-    targets, these are the clients a round exposes to it."""
+    after MaskedInputCollection (any route of :func:`route`, counting the shares of
+    colluders that dropped after ShareKeys: the coalition holds them), sorted: whoever
+    it targets, these are the clients a round exposes to it. The round's live state is
+    read once for every target, and no route's lists are built."""
     colluding = set(colluders)
+    live = _Live.of(graph, u2, u3, colluders, offline_shares=True)
     found = [
         u
         for u in np.asarray(u3).tolist()
         if u not in colluding
-        and route(graph, threshold, u2, u3, Isolation(target=u, colluders=colluders)) is not None
+        and _route(live, threshold, Isolation(target=u, colluders=colluders), build=False)
+        is not None
     ]
     return np.array(found, dtype=np.int64)

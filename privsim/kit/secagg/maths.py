@@ -59,9 +59,32 @@ def wire_dtype(bits: int) -> type[np.unsignedinteger]:
 def encode_inputs(
     z: npt.NDArray[np.float64], fraction_bits: int, bits: int, noise: npt.NDArray[np.int64]
 ) -> U64:
-    """x_u = round(z · 2^f) + noise mod 2^b (two's complement for negatives)."""
-    ints = np.rint(np.asarray(z) * float(1 << fraction_bits)).astype(np.int64) + noise
+    """x_u = round(z · 2^f) + noise mod 2^b (two's complement for negatives). A value
+    past ±2^62 (a malicious client's unclipped update; clipped ones never come near)
+    is reduced exactly, as the integer the float holds, not cast (undefined past 2^63)."""
+    scaled = np.rint(np.asarray(z, dtype=np.float64) * float(1 << fraction_bits))
+    if scaled.size and not np.abs(scaled).max() < _CAST_LIMIT:
+        if not np.all(np.isfinite(scaled)):
+            raise ValueError("an input to secure aggregation is not finite")
+        return (_residue_64(scaled) + noise.astype(np.uint64)) & modulus_mask(bits)
+    ints = scaled.astype(np.int64) + noise
     return ints.astype(np.uint64) & modulus_mask(bits)
+
+
+#: Below this magnitude a rounded input casts to int64 exactly, noise added.
+_CAST_LIMIT = float(2**62)
+_TWO_32 = float(2**32)
+
+
+def _residue_64(v: npt.NDArray[np.float64]) -> U64:
+    """v mod 2^64 for integer-valued floats of any magnitude, exactly: v = hi·2^32 + lo
+    with lo in [0, 2^32) (a power-of-two division and a floor are exact, and so is
+    the difference, an integer below 2^32), hi taken mod 2^32 by ``fmod`` (exact)."""
+    hi = np.floor(v / _TWO_32)
+    lo = v - hi * _TWO_32
+    hi = np.fmod(hi, _TWO_32)
+    hi = np.where(hi < 0, hi + _TWO_32, hi)
+    return (hi.astype(np.uint64) << np.uint64(32)) | lo.astype(np.uint64)
 
 
 def encode_integers(x: npt.NDArray[np.integer], bits: int, noise: npt.NDArray[np.int64]) -> U64:

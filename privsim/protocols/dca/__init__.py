@@ -112,7 +112,10 @@ def _footprint(scenario: Scenario) -> Footprint:
         )
     curator = n * PARTY_BYTES + n * d * 16
     if (scenario.protocol != "dca" or scenario.baseline) and curator > total:
-        total, formula = curator, "N·P + N·d·8·2, the trusted-aggregator baseline; baseline = false leaves it out"
+        total, formula = (
+            curator,
+            "N·P + N·d·8·2, the trusted-aggregator baseline; baseline = false leaves it out",
+        )
     # The field that grew most from the quickstart's N = 2000, d = 20.
     field = "data.dimension" if d / 20 > n / 2000 else "population.clients"
     # wall time: only aes-gcm seals and agrees keys (sized charges bytes, not wall time)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import dp_accounting
@@ -44,7 +44,7 @@ from privsim.protocols.fedlearn.integer import IntegerPlan, integer_plan
 from privsim.scenarios.errors import FieldError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.calibration import gaussian_sigma
-from privsim.sim.ledger import PrivacyLedger, epsilon_of
+from privsim.sim.ledger import PrivacyLedger, coarse_epsilon_of, epsilon_of
 from privsim.sim.sampling import Sampling
 from privsim.sim.share_pair import SampledSharesGaussianDpEvent
 
@@ -234,43 +234,112 @@ def _rounds_epsilon(multiplier: float, rounds: int, shape: RoundShape, delta: fl
     return epsilon_of([event], delta)
 
 
+def _coarse_rounds_epsilon(
+    multiplier: float, rounds: int, shape: RoundShape, delta: float
+) -> float:
+    event = dp_accounting.SelfComposedDpEvent(shape.event(multiplier), rounds)
+    return coarse_epsilon_of([event], delta, COARSE_INTERVAL)
+
+
+#: The discretisation of the planner's first pass (:func:`calibrate_multiplier`): ten
+#: times the ledger's finest, so each composition costs about a tenth.
+COARSE_INTERVAL = 1e-3
+#: The first pass's relative precision on z: its root is within about this of the
+#: ledger's (the coarse ε exceeds the fine one by about R·10⁻³ absolute).
+COARSE_TOLERANCE = 1e-3
+
+
 @functools.lru_cache(maxsize=256)
 def calibrate_multiplier(epsilon: float, delta: float, rounds: int, shape: RoundShape) -> float:
     """The smallest z (to a relative :data:`Z_TOLERANCE`, erring up) whose ``rounds``
     rounds, each ``shape.event(z)``, compose to at most ε at δ. Without sampling the
     composition is one Gaussian of multiplier factor·z/√R (Dong, Roth & Su 2019,
     Cor. 3.3), calibrated exactly. Otherwise, a root of g(u) = ln ε(e^u) − ln ε_target
-    on the ledger's own composition (ε falls as z grows): a bracket by doubling from
-    z = 1, then the Illinois variant of regula falsi (g is nearly linear in u, so a
-    handful of compositions suffice)."""
+    (ε falls as z grows) in two passes: first on a PLD ten times coarser than the
+    ledger's (:data:`COARSE_INTERVAL`, to :data:`COARSE_TOLERANCE`), from a bracket
+    found by doubling from z = 1; then on the ledger's own composition, from a bracket
+    around the first pass's root that widens until it holds the root. Each pass runs
+    the Illinois variant of regula falsi (g is nearly linear in u, so a handful of
+    compositions suffice); the second pass usually needs two of the ledger's costly
+    compositions, where one pass alone took seven to nine."""
     if shape.sampling is None:
         return gaussian_sigma(epsilon, delta, 1.0, "exact") * math.sqrt(rounds) / shape.factor
 
-    def g(u: float) -> float:
-        found = _rounds_epsilon(math.exp(u), rounds, shape, delta)
+    def g_of(found: float) -> float:
         return math.log(found) - math.log(epsilon) if found > 0 else -math.inf
+
+    def coarse(u: float) -> float:
+        return g_of(_coarse_rounds_epsilon(math.exp(u), rounds, shape, delta))
+
+    def fine(u: float) -> float:
+        return g_of(_rounds_epsilon(math.exp(u), rounds, shape, delta))
 
     lo_z, hi_z = Z_RANGE
     u_lo = u_hi = 0.0
-    g_lo = g_hi = g(0.0)
+    g_lo = g_hi = coarse(0.0)
     while g_hi > 0:  # too little noise: double until the target is met
         u_lo, g_lo = u_hi, g_hi
         u_hi += math.log(2.0)
         if math.exp(u_hi) > hi_z:
-            raise FieldError(
-                "privacy.epsilon",
-                f"no noise multiplier up to {hi_z:g} meets ε = {epsilon:g} over {rounds} rounds",
-                "raise privacy.epsilon or lower training.rounds",
-            )
-        g_hi = g(u_hi)
+            if fine(math.log(hi_z)) > 0:
+                raise _unmet(epsilon, rounds)
+            u_hi, g_hi = math.log(hi_z), -math.inf
+            break
+        g_hi = coarse(u_hi)
     while g_lo <= 0 and math.exp(u_lo) > lo_z:  # met already: halve until it is not
         u_hi, g_hi = u_lo, g_lo
         u_lo -= math.log(2.0)
-        g_lo = g(u_lo)
-    if g_lo <= 0:
+        g_lo = coarse(u_lo)
+    if g_lo <= 0 and fine(u_lo) <= 0:
         return math.exp(u_lo)
+    if g_lo > 0:
+        u_lo, u_hi = _illinois(coarse, u_lo, g_lo, u_hi, g_hi, COARSE_TOLERANCE)
+    # The ledger's own composition, around the first pass's root u_hi: the coarse ε is
+    # the larger, so its root is usually within Z_TOLERANCE above the ledger's.
+    step = math.log1p(Z_TOLERANCE)
+    root = u_hi
+    g_root = fine(root)
+    if g_root <= 0:  # met: widen downwards until it is not
+        u_hi, g_hi = root, g_root
+        u_lo = root - step
+        g_lo = fine(u_lo)
+        while g_lo <= 0:
+            if math.exp(u_lo) <= lo_z:
+                return math.exp(u_lo)
+            step *= 8.0
+            u_hi, g_hi = u_lo, g_lo
+            u_lo = max(root - step, math.log(lo_z))
+            g_lo = fine(u_lo)
+    else:  # not met: widen upwards until it is
+        u_lo, g_lo = root, g_root
+        u_hi = root + step
+        g_hi = fine(u_hi)
+        while g_hi > 0:
+            if math.exp(u_hi) >= hi_z:
+                raise _unmet(epsilon, rounds)
+            step *= 8.0
+            u_lo, g_lo = u_hi, g_hi
+            u_hi = min(root + step, math.log(hi_z))
+            g_hi = fine(u_hi)
+    return math.exp(_illinois(fine, u_lo, g_lo, u_hi, g_hi, Z_TOLERANCE)[1])
+
+
+def _unmet(epsilon: float, rounds: int) -> FieldError:
+    return FieldError(
+        "privacy.epsilon",
+        f"no noise multiplier up to {Z_RANGE[1]:g} meets ε = {epsilon:g} over {rounds} rounds",
+        "raise privacy.epsilon or lower training.rounds",
+    )
+
+
+def _illinois(
+    g: Callable[[float], float], u_lo: float, g_lo: float, u_hi: float, g_hi: float, tol: float
+) -> tuple[float, float]:
+    """Shrink a bracket [u_lo, u_hi] of a decreasing g (g(u_lo) > 0 ≥ g(u_hi)) to a
+    relative width of ``tol`` in e^u by the Illinois variant of regula falsi (bisection
+    while g(u_hi) is −∞); the bracket's ends."""
     side = 0
-    while u_hi - u_lo > math.log1p(Z_TOLERANCE):
+    while u_hi - u_lo > math.log1p(tol):
         u = (
             (u_lo * g_hi - u_hi * g_lo) / (g_hi - g_lo)
             if math.isfinite(g_hi)
@@ -288,7 +357,7 @@ def calibrate_multiplier(epsilon: float, delta: float, rounds: int, shape: Round
             if side == 1:
                 g_hi /= 2.0
             side = 1
-    return math.exp(u_hi)
+    return u_lo, u_hi
 
 
 def noise_plan(scenario: Scenario, shape: RoundShape) -> NoisePlan:

@@ -148,10 +148,13 @@ class TrainingPlan:
             sampling=self.sampling,
         )
 
-    def settle(self, ledger: PrivacyLedger, r: int, included: Sequence[str] | None) -> None:
+    def settle(
+        self, ledger: PrivacyLedger, r: int, included: Sequence[str] | None, reason: str = ""
+    ) -> None:
         """Settle round r with what reached the release (``included``; None: nothing was
-        released). A sampled round is charged whatever its cohort (module docstring):
-        only a round whose release could not depend on the target is withheld."""
+        released; ``reason``: why, where not as planned). A sampled round is charged
+        whatever its cohort (module docstring): only a round whose release could not
+        depend on the target is withheld."""
         label = accounting.round_label(r)
         if included is None:  # local: charged as planned; else an abort independent of
             # the cohort (a compute node's failure; under a fixed cohort, dropouts)
@@ -161,7 +164,7 @@ class TrainingPlan:
                 ledger.withhold(label)
             return
         if self.aggregation in ("dca", *accounting.SECURE):
-            ledger.settle(label, contributors=included)
+            ledger.settle(label, contributors=included, reason=reason)
         elif self.aggregation == "trusted" and self.training.central_noise == "mean":
             realised = self.noise.multiplier * len(included) / self.noise.cohort
             ledger.settle(label, dp_accounting.GaussianDpEvent(realised))

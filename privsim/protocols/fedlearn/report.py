@@ -71,6 +71,9 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"Result      ABORTED ({result['abort']['reason']}): {result['abort']['detail']}"
         )
+    attack = result.get("attack")
+    if isinstance(attack, Mapping):
+        lines += attack_lines(attack)
     empirical = own.get("empirical")
     if isinstance(empirical, Mapping):
         claimed = (result.get("privacy") or {}).get("achieved_epsilon")
@@ -89,6 +92,43 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         "            (traffic below: per party and round; rounds are message rounds, several "
         "per training round)"
     )
+    return lines
+
+
+def attack_lines(attack: Mapping[str, Any]) -> list[str]:
+    """The report's lines of the result's ``attack`` section: the attack's success (the
+    share of targeted client-rounds recovered; "not targeted" where the target was
+    never picked), what it targeted and its median error; then poisoning, if any."""
+    lines = []
+    if "name" in attack:
+        success = attack.get("success")
+        shown = "not targeted" if success is None else f"success {success:.3g}"
+        rounds = attack.get("rounds_recovered") or []
+        targeted = attack.get("client_rounds_targeted")
+        lines.append(
+            f"Attack      {attack['name']}: {shown}"
+            + (f" over {targeted} targeted client-rounds" if targeted is not None else "")
+            + f", {len(rounds)} rounds recovered"
+            + (
+                f", median error {_fmt(attack['median_error'], '.3g')}"
+                if attack.get("median_error") is not None
+                else ""
+            )
+        )
+    poisoning = attack.get("poisoning")
+    if isinstance(poisoning, Mapping):
+        included = poisoning.get("malicious_rounds_included")
+        lines.append(
+            f"Poisoning   {poisoning.get('kind')} by {poisoning.get('malicious')} malicious "
+            f"clients (a share of {_fmt(poisoning.get('share'), '.3g')}): "
+            f"{poisoning.get('malicious_rounds_sent')} poisoned updates sent, "
+            f"{'?' if included is None else included} included"
+            + (
+                f"; update check {poisoning['update_check']}"
+                if poisoning.get("update_check") not in (None, "none")
+                else ""
+            )
+        )
     return lines
 
 

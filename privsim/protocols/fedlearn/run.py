@@ -424,11 +424,26 @@ class _Canaries:
         )
 
 
-def _check_finite(values: F64, r: int, model: str, what: str = "the model's parameters") -> None:
+def _check_finite(
+    values: F64,
+    r: int,
+    model: str,
+    what: str = "the model's parameters",
+    poisoned: bool = False,
+) -> None:
     """Stop, naming the fields to change, when training diverged: ``what`` is not finite
-    after round ``r`` (a step too large, or a user's model returning inf or NaN)."""
+    after round ``r`` (a step too large, a user's model returning inf or NaN, or, with
+    ``poisoned``, malicious updates scaled past what the model survives)."""
     if np.isfinite(values).all():
         return
+    if poisoned:
+        raise FieldError(
+            "threat.poisoning.factor",
+            f"training diverged after round {r} under poisoning: {what} not finite "
+            f"(model {model!r})",
+            "lower threat.poisoning.factor or threat.poisoning.share, or add a defence "
+            '(training.update_check = "range_check" or "norm_bound")',
+        )
     raise FieldError(
         "training.server_lr",
         f"training diverged after round {r}: {what} not finite (model {model!r})",
@@ -548,6 +563,16 @@ class _Threats:
         attack's ``openable``; none for a passive attack or none at all)."""
         openable = getattr(self.attack, "openable", None)
         return () if openable is None else tuple(openable(view))
+
+    def why(self, opened: tuple[str, ...]) -> str:
+        """The reason a round is charged as :meth:`as_released` has it ("" if as run)."""
+        if not opened:
+            return ""
+        more = f" (and {len(opened) - 1} more)" if len(opened) > 1 else ""
+        return (
+            f"an active server (threat.attack = {getattr(self.attack, 'name', '?')!r}) could open "
+            f"{opened[0]}{more} alone: its input is released with its own noise share only"
+        )
 
     def as_released(
         self, included: tuple[str, ...] | None, opened: tuple[str, ...]
@@ -672,14 +697,14 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         opened = threats.opened(view)
         # the real clients' shares alone are credited; a client an active server could
         # open alone is released with its own share only
-        plan.settle(ledger, r, threats.as_released(included, opened))
+        plan.settle(ledger, r, threats.as_released(included, opened), threats.why(opened))
         entry = ledger.entries[-1]
         assert entry.label == accounting.round_label(r)
         so_far.add(entry.event_against(coalition))
         running.append(so_far.epsilon)
         if included is not None and run.outcome.released is not None:
             params = optimizer.step(params, np.asarray(run.outcome.released) / noise.cohort)
-            _check_finite(params, r, learner.model_name)
+            _check_finite(params, r, learner.model_name, poisoned=threats.poisoner is not None)
             included_ever.update(included)
         picked_colluders = {c for c in names if c in coalition}
         colluders_picked |= picked_colluders
@@ -696,7 +721,13 @@ def train(scenario: Scenario, seed: int | None = None) -> Training:
         evaluate = r % training.eval_every == 0 or r == training.rounds
         accuracy, loss = learner.evaluate(params) if evaluate else (None, None)
         if loss is not None:
-            _check_finite(np.asarray([loss]), r, learner.model_name, what="the test loss")
+            _check_finite(
+                np.asarray([loss]),
+                r,
+                learner.model_name,
+                what="the test loss",
+                poisoned=threats.poisoner is not None,
+            )
         records.append(
             RoundRecord(
                 round=r,

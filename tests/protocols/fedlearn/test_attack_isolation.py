@@ -187,6 +187,21 @@ def test_isolable_counts_every_honest_client_at_t_1() -> None:
     assert isolable(plan.graph, 6, u, u, ()).size == 0
 
 
+def test_isolable_counts_the_shares_of_colluders_that_dropped_after_sharekeys() -> None:
+    """n = 10, t = 6 on the complete graph: with 6 colluders every honest client is open
+    to collusion alone. Two of them dropped after ShareKeys (in U2, not U3) still hold
+    their shares of everyone's secrets, so the coalition can still open every honest
+    client of U3; counted live only, 4 + 1 < t and no route would open anyone."""
+    n, t = 10, 6
+    plan, _, _ = _kit_round(n, n - 1, t, ())
+    colluders = (4, 5, 6, 7, 8, 9)
+    u2 = np.arange(n, dtype=np.int64)
+    u3 = np.array([0, 1, 2, 3, 6, 7, 8, 9], dtype=np.int64)  # colluders 4 and 5 dropped
+    assert isolable(plan.graph, t, u2, u3, colluders).tolist() == [0, 1, 2, 3]
+    live_only = route(plan.graph, t, u2, u3, Isolation(target=0, colluders=colluders))
+    assert live_only is None or live_only.kind == "equivocate"  # never by the shares alone
+
+
 def test_the_target_must_not_collude() -> None:
     with pytest.raises(ValueError, match="target"):
         Isolation(target=1, colluders=(1, 2))
@@ -244,12 +259,17 @@ def _check_ledger_follows(scenario: Scenario) -> dict[str, Any]:
     assert len(events) == len(plain) == 4
     openable = {rec.round for rec in attacked.records if rec.exposed > 0}
     assert recovered <= openable
+    records = attacked.ledger.guarantee(attacked.coalition).events
     for r, (event, before) in enumerate(zip(events, plain, strict=True), start=1):
         if r in openable:
             assert isinstance(event, dp_accounting.NonPrivateDpEvent)
             assert not isinstance(before, dp_accounting.NonPrivateDpEvent)
+            assert "active server (threat.attack = 'dropout_isolation') could open" in (
+                records[r - 1].reason
+            )
         else:
             assert event == before
+            assert records[r - 1].reason == ""
     assert report["success"] == len(recovered) / report["rounds_targeted"]
     assert sum(report["routes"].values()) == len(recovered)
     return report
@@ -281,6 +301,21 @@ def test_too_few_colluders_recover_nothing_and_change_nothing(aggregation: str) 
     report = _check_ledger_follows(_scenario(aggregation, 2, 40))
     assert report["success"] == 0.0 and report["rounds_recovered"] == []
     assert report["rounds_targeted"] == 4 and report["routes"] == {}
+
+
+def test_under_refuse_the_training_stops_and_names_the_active_server() -> None:
+    """With the default ``on_overspend = "refuse"``, the round after one the server could
+    open is refused, and the refusal gives that round's reason (not a δ), with the fix."""
+    from privsim.api import run
+
+    result = run(_scenario("secagg", 0, 40, **{"privacy.on_overspend": "refuse"})).to_dict()
+    stopped = result["fedlearn"]["stopped"]
+    assert result["fedlearn"]["rounds_run"] == 1 and stopped.startswith("round 2 was refused")
+    assert (
+        "round-1: an active server (threat.attack = 'dropout_isolation') could open "
+        f"{TARGET} alone" in stopped
+    )
+    assert "privacy.on_overspend = 'warn'" in stopped and "delta exceeds" not in stopped
 
 
 def test_same_seed_same_result() -> None:

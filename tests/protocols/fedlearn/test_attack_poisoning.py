@@ -103,6 +103,25 @@ def test_the_malicious_clients_are_round_share_times_n(
     assert all(0 <= i < clients for i in poisoner.indices)
 
 
+def test_a_named_target_is_never_drawn_malicious() -> None:
+    """With ``threat.target`` named, the malicious draw skips it (an attack on a
+    colluder's own input would be no attack): at a share of 0.9 of 20 clients, 18 are
+    drawn from the 19 others, every time."""
+    for target in ("client-0", "client-7", "client-19"):
+        poisoner = _poisoner(
+            _scenario(
+                0.9,
+                **{
+                    "population.clients": 20,
+                    "threat.attack": "reconstruction",
+                    "threat.target": target,
+                },
+            )
+        )
+        assert target not in poisoner.malicious and len(poisoner.malicious) == 18
+        assert all(0 <= i < 20 for i in poisoner.indices)
+
+
 def test_the_malicious_clients_join_the_coalition_and_are_reported() -> None:
     """The run's coalition holds them (the ledger's ε is against them), and the report
     names the kind, the share and how many they are."""
@@ -114,6 +133,13 @@ def test_the_malicious_clients_join_the_coalition_and_are_reported() -> None:
     assert report["name"] == "poisoning" and report["kind"] == "scale"
     assert report["share"] == 0.1 and report["malicious"] == 6
     assert report["malicious_rounds_sent"] >= 0
+    from privsim.protocols.fedlearn.report import attack_lines
+
+    assert attack_lines(t.attack) == [
+        "Poisoning   scale by 6 malicious clients (a share of 0.1): "
+        f"{report['malicious_rounds_sent']} poisoned updates sent, "
+        f"{report['malicious_rounds_included']} included"
+    ]
 
 
 def test_poison_replaces_only_the_online_malicious_rows() -> None:
@@ -282,3 +308,37 @@ def test_same_seed_same_result(aggregation: str) -> None:
     a, b = run_module.train(scenario), run_module.train(scenario)
     assert [r.test_accuracy for r in a.records] == [r.test_accuracy for r in b.records]
     assert a.attack == b.attack
+
+
+def test_a_study_row_keeps_the_poisoning_figures() -> None:
+    """The study worker's row of a poisoning run holds the ``attack.poisoning`` section's
+    figures (the store makes them dotted columns), not only the attack's top level."""
+    from privsim.api import run
+    from privsim.studies.worker import flatten_result
+
+    result = run(_scenario(0.1)).to_dict()
+    row = flatten_result(result)
+    poisoning = result["attack"]["poisoning"]
+    assert row["attack"]["poisoning"]["malicious"] == poisoning["malicious"] == 6
+    assert (
+        row["attack"]["poisoning"]["malicious_rounds_included"]
+        == poisoning["malicious_rounds_included"]
+    )
+    assert row["attack"]["poisoning"]["kind"] == "scale"
+
+
+def test_divergence_under_poisoning_names_the_attack_not_the_learning_rate() -> None:
+    """A run whose parameters stop being finite stops with a named error: under
+    poisoning the field is ``threat.poisoning.factor`` (the malicious scale did it),
+    without it ``training.server_lr``; finite parameters pass."""
+    from privsim.scenarios.errors import FieldError
+
+    bad = np.array([1.0, np.inf])
+    with pytest.raises(FieldError) as poisoned:
+        run_module._check_finite(bad, 3, "softmax", poisoned=True)
+    assert poisoned.value.field == "threat.poisoning.factor"
+    assert "round 3" in str(poisoned.value) and "range_check" in str(poisoned.value)
+    with pytest.raises(FieldError) as plain:
+        run_module._check_finite(bad, 3, "softmax")
+    assert plain.value.field == "training.server_lr"
+    run_module._check_finite(np.ones(3), 3, "softmax", poisoned=True)

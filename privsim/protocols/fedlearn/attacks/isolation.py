@@ -223,9 +223,11 @@ def openable(view: RoundView) -> tuple[str, ...]:
     found = view.run.world.agents[plan.server].result
     if not isinstance(found, Outcome) or not found.ok or len(found.survivors) < 3:
         return ()
+    real = set(view.names)  # canaries hold no data: never an exposed client
     if found.isolated is not None:  # it did open one
-        return (plan.clients[found.isolated],)
+        name = plan.clients[found.isolated]
+        return (name,) if name in real else ()
     colluders = tuple(i for i, c in enumerate(plan.clients) if c in view.coalition)
     u2, u3 = found.survivors[1], found.survivors[2]
     opened = isolable(plan.graph, plan.threshold, u2, u3, colluders)
-    return tuple(plan.clients[i] for i in opened.tolist())
+    return tuple(name for name in (plan.clients[i] for i in opened.tolist()) if name in real)

@@ -117,7 +117,7 @@ class Membership:
             "confidence": CONFIDENCE,
         }
         if n == 0:
-            return base | {"success": 0.0, "tpr": None, "fpr": None, "epsilon_lower_bound": 0.0}
+            return base | {"success": None, "tpr": None, "fpr": None, "epsilon_lower_bound": None}
         member_losses = record_losses(model, params, X_in, y_in)
         threshold = float(member_losses.mean())
         rng = self._ctx.streams.generator("attack", "membership")

@@ -180,13 +180,19 @@ def wrong_labels_model(learner: Any, indices: tuple[int, ...], rng: np.random.Ge
 
 def build(ctx: AttackContext) -> Poisoner | None:
     """The run's malicious clients: round(share·N) of the population drawn once from the
-    ``("threat", "poisoning")`` stream (None without ``threat.poisoning``)."""
+    ``("threat", "poisoning")`` stream (None without ``threat.poisoning``), never the
+    attack's named ``threat.target`` (an attack would "recover" a colluder's input)."""
     cfg = ctx.scenario.threat.poisoning
     if cfg is None:
         return None
     n = ctx.scenario.population.clients
-    count = min(malicious_count(cfg.share, n), n)
-    drawn = ctx.streams.fresh("threat", "poisoning").choice(n, size=count, replace=False)
+    target = ctx.scenario.threat.target
+    spared = int(target.removeprefix("client-")) if target is not None else None
+    pool = n if spared is None else n - 1
+    count = min(malicious_count(cfg.share, n), pool)
+    drawn = ctx.streams.fresh("threat", "poisoning").choice(pool, size=count, replace=False)
+    if spared is not None:  # indices past the target's move up by one
+        drawn = drawn + (drawn >= spared)
     indices = tuple(sorted(int(i) for i in drawn))
     learner = ctx.learner
     training = learner.training

@@ -72,6 +72,13 @@ def target_of(scenario: Scenario, streams: Streams, coalition: frozenset[str]) -
     """``threat.target``, or an honest client drawn from the run's ``("threat", "target")``
     stream."""
     if scenario.threat.target is not None:
+        if scenario.threat.target in coalition:  # drawn by a count of colluding clients
+            raise FieldError(
+                "threat.target",
+                f"{scenario.threat.target} is in this run's coalition, drawn at random by "
+                f"threat.colluding_clients = {scenario.threat.colluding_clients!r}",
+                "name another client, or leave threat.target out (an honest client is drawn)",
+            )
         return scenario.threat.target
     n = scenario.population.clients
     honest = [i for i in range(n) if f"client-{i}" not in coalition]
