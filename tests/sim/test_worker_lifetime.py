@@ -101,6 +101,7 @@ import json, os, sys, time
 from privsim.sim import workers
 
 def nap(seconds):
+    open(f"started-{os.getpid()}", "w").close()  # past its imports, in the task
     try:
         time.sleep(seconds)
     except KeyboardInterrupt:  # the worker got the Ctrl-C
@@ -135,7 +136,9 @@ def test_ctrl_c_interrupts_the_run_once_and_kills_its_workers(tmp_path):
         assert proc.stdout is not None
         pids = json.loads(proc.stdout.readline())
         assert len(pids) == 2
-        time.sleep(1.5)  # the workers are busy with their tasks
+        # the workers are busy with their tasks (not still importing, as on a loaded
+        # machine they can be seconds after the pool starts)
+        _wait(lambda: len(list(tmp_path.glob("started-*"))) >= 2, "both workers' tasks", 120)
         started = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
