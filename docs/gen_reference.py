@@ -448,7 +448,7 @@ def render() -> str:
         *function("ledger_for", budget.ledger_for),
         *class_section(
             ledger.PrivacyLedger,
-            ("charge", "settle", "withhold", "non_private", "guarantee"),
+            ("charge", "checked_together", "settle", "withhold", "non_private", "guarantee"),
             constructor=True,
         ),
         *class_section(ledger.Trust, ("nobody", "each", "one_of", "fewer_than")),

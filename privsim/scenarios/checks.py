@@ -173,10 +173,26 @@ def check_footprint(scenario: Scenario, estimate: Any) -> None:
     raise FieldError(
         str(field),
         f"protocol {scenario.protocol!r} would need about {format_bytes(nbytes)} of memory{how}, "
-        f"more than the limit of {format_bytes(limit)}",
+        f"more than the limit of {format_bytes(limit)}{_also_too_long(seconds)}",
         f"lower {field}, or raise the limit with --max-memory or {MAX_MEMORY_ENV} "
         "(e.g. 32GiB) if the machine has it",
     )
+
+
+def _also_too_long(seconds: float) -> str:
+    """The time estimate, said beside a refusal for memory when it would refuse too."""
+    if not (math.isfinite(seconds) and seconds <= MAX_SECONDS_EVEN_LARGE):
+        return (
+            f"; and it would take about {format_seconds(seconds)} to run (an estimate), more "
+            f"than {format_seconds(MAX_SECONDS_EVEN_LARGE)}: it would not finish, and "
+            "--allow-large does not lift this"
+        )
+    if seconds > time_limit() and not allow_large():
+        return (
+            f"; and it would take about {format_seconds(seconds)} to run (an estimate), more "
+            f"than the limit of {format_seconds(time_limit())}"
+        )
+    return ""
 
 
 #: Longest delay, time or window accepted, in seconds (about 30 years of simulated time).

@@ -36,6 +36,7 @@ from privsim.protocols.fedlearn.example import EXAMPLE
 from privsim.protocols.fedlearn.federated import KNOWN_SHAPES, check_learner, preflight_data
 from privsim.protocols.fedlearn.figures import draw_study, html_figures
 from privsim.protocols.fedlearn.integer import check_clip_range
+from privsim.protocols.fedlearn.models import BUILT_IN
 from privsim.protocols.fedlearn.plan import check_mean_mode, plan_training
 from privsim.protocols.fedlearn.report import EMPIRICAL_COLUMN, flatten, report_lines
 from privsim.protocols.fedlearn.run import plan_ledger, run_fedlearn
@@ -172,6 +173,21 @@ SECONDS_PER_FLOP = 1e-9
 SECONDS_PER_CHARGE = 0.03
 #: The accountant's cost of one distinct round event (its PLD built and composed).
 SECONDS_PER_DISTINCT_EVENT = 0.05
+#: Memory each planned round holds: the accountant's PLD grids grow with the rounds
+#: composed (measured 0.9 KB a round calibrating 10⁶ fixed-cohort rounds, 3.5 KB under
+#: Poisson sampling, where 3·10⁶ rounds ran out of memory), and the round's record,
+#: ledger entry and curve row; plus the names of the round's contributors.
+BYTES_PER_ROUND = 4096
+BYTES_PER_CONTRIBUTOR = 64
+#: The planner's calibration (``training.noise_multiplier`` left out) at sampling rate q:
+#: its z falls with q, and the PLDs it composes lengthen as z does. Measured on the
+#: default training (20 rounds, cohorts of 10) at N = 10⁶ … 10⁹ clients (q = 10⁻⁵ …
+#: 10⁻⁸): the whole run took 4.5, 8.2, 29 and 89 s, at a peak of 392, 607, 2,047 and
+#: about 3,000 MB. Fitted at or above each: PLANNER_SECONDS·(10⁻⁵/q)^0.45 and
+#: PLANNER_BYTES·(10⁻⁵/q)^0.5.
+PLANNER_RATE = 1e-5
+PLANNER_SECONDS = 4.5
+PLANNER_BYTES = 200_000_000
 #: SecAgg's key agreement and PRG expansion per pair of neighbours, per byte.
 SECONDS_PER_AGREEMENT = 90e-6
 SECONDS_PER_PRG_BYTE = 1.5e-9
@@ -204,6 +220,16 @@ def _shape(scenario: Scenario) -> tuple[int, int, int, int]:
     return d, c, p, records
 
 
+def _planner_footprint(training: TrainingConfig, population: int) -> tuple[float, int]:
+    """Seconds and bytes of the planner's calibration of z, at the rounds' sampling rate
+    (none when the multiplier is given)."""
+    if training.noise_multiplier is not None:
+        return 0.0, 0
+    rate = min(planned_cohort(training, population) / max(population, 1), 1.0)
+    scale = PLANNER_RATE / max(rate, 1e-300)
+    return PLANNER_SECONDS * scale**0.45, int(PLANNER_BYTES * scale**0.5)
+
+
 def _footprint(scenario: Scenario) -> Footprint:
     """Peak memory and wall time of the whole run, estimated before the first round.
 
@@ -211,12 +237,16 @@ def _footprint(scenario: Scenario) -> Footprint:
     update; with DCA its M shares), 8·P·k·(4 + M); the canaries' directions, 8·P·K; the
     cohort's records, 8·k·n·(d+1); the records in flight (a local batch of every client,
     or an evaluation block) times their temporaries, 8·B·3·(c + h) + d; one agent per
-    client. k is the largest likely cohort (m + 6√m, canaries included).
+    client; each of the R rounds' accounting, record and contributors,
+    R·(:data:`BYTES_PER_ROUND` + :data:`BYTES_PER_CONTRIBUTOR`·k). k is the largest
+    likely cohort (m + 6√m, canaries included).
 
     Time: R rounds of k clients, each E·⌈n/b⌉ local steps of 3·P multiply-adds per
     record, the aggregation's messages and shares, the test set's evaluation every
-    ``eval_every`` rounds, and the ledger's charge per round and PLD per distinct
-    round event."""
+    ``eval_every`` rounds, and the ledger's charge per round and PLD per distinct round
+    event (its checks compose the rounds' distinct events, never every round again).
+    Both add the planner's calibration where it runs (:data:`PLANNER_SECONDS`, which
+    grows as the sampling rate falls)."""
     training, n = scenario.table("training", TrainingConfig), scenario.population.clients
     model = scenario.table("model", ModelConfig)
     dataset = scenario.table("dataset", DatasetConfig)
@@ -234,8 +264,11 @@ def _footprint(scenario: Scenario) -> Footprint:
         + 8 * k * records * (d + 1)
         + 8 * in_flight * (3 * (c + h) + d)
         + k * PARTY_BYTES
+        + training.rounds * (BYTES_PER_ROUND + BYTES_PER_CONTRIBUTOR * k)
         + 50_000_000
     )
+    planner_seconds, planner_bytes = _planner_footprint(training, n)
+    total += planner_bytes
     # Time, in the order a round spends it.
     steps = training.local_epochs * math.ceil(records / training.local_batch) if fedavg else 1
     flops = 3 * p * (training.local_batch if fedavg else records)  # per client and step
@@ -268,28 +301,41 @@ def _footprint(scenario: Scenario) -> Footprint:
         training.rounds * (round_seconds + SECONDS_PER_CHARGE * distinct)
         + evaluations * eval_seconds
         + distinct * SECONDS_PER_DISTINCT_EVENT
+        + planner_seconds
     )
     # The fields named: the factor that grew most from the example's (R = 20, E = 1,
     # M = 3, m = 10, d = 60, c = 10, h = 32).
     cohort_field = "training.cohort" if training.sampling == "fixed" else "training.rate"
     grown = {
         cohort_field: m / 10,
+        "training.rounds": training.rounds * BYTES_PER_ROUND / (8 * p * k * 4 + 1),
+        # a user's model: its own parameter count, past the softmax's on the same data
+        "model.name": p / (c * (d + 1)) if model.name not in BUILT_IN else 0.0,
         "training.canaries": training.canaries * p / max(k * p * 4, 1),
         "model.hidden": h / 32,
         "dataset.synthetic_classes": c / 10 if dataset.source == "synthetic" else 0.0,
         "dataset.synthetic_features": d / 60 if dataset.source == "synthetic" else 0.0,
         "population.compute_nodes": nodes / 3,
+        # the planner's z, and so its PLDs, at a rate m/N that more clients lower
+        "population.clients": planner_bytes / PLANNER_BYTES,
     }
     field = max(grown, key=lambda f: grown[f])
     slow = grown | {
         "training.rounds": training.rounds / 20,
         "training.local_epochs": training.local_epochs if fedavg else 0.0,
         "training.eval_every": 0.0,
+        "population.clients": planner_seconds / PLANNER_SECONDS,
     }
     slow_field = max(slow, key=lambda f: slow[f])
     formula = (
-        f"8·P·(k·(4+M) + K) + 8·k·n·(d+1) + 8·B·(3·(c+h)+d), P = {p}, k = {k}, M = {nodes}, "
-        f"K = {training.canaries}, d = {d}, c = {c}, h = {h}"
+        f"8·P·(k·(4+M) + K) + 8·k·n·(d+1) + 8·B·(3·(c+h)+d) + R·({BYTES_PER_ROUND} + "
+        f"{BYTES_PER_CONTRIBUTOR}·k), P = {p}, k = {k}, M = {nodes}, K = {training.canaries}, "
+        f"d = {d}, c = {c}, h = {h}, R = {training.rounds}"
+        + (
+            f", plus the planner's PLDs at q = m/N, {PLANNER_BYTES / 1e6:g} MB·(10⁻⁵/q)^0.5"
+            if planner_bytes
+            else ""
+        )
     )
     return Footprint(total, field, formula, seconds, slow_field)
 

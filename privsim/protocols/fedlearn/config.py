@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from privsim.scenarios.checks import MAX_SECONDS
 from privsim.scenarios.errors import FieldError, require_at_least, require_positive
 
 __all__ = [
@@ -297,8 +298,15 @@ class AvailabilityConfig:
                 f"must be in (0, 1], got {self.probability!r}",
                 "use e.g. probability = 0.8",
             )
-        require_positive("availability.period", self.period)
-        require_positive("availability.round_seconds", self.round_seconds)
+        for name in ("period", "round_seconds"):
+            value = getattr(self, name)
+            require_positive(f"availability.{name}", value)
+            if value > MAX_SECONDS:  # r·round_seconds would overflow the trace's clock
+                raise FieldError(
+                    f"availability.{name}",
+                    f"{value!r} seconds is beyond {MAX_SECONDS:g} s (about 30 years)",
+                    "give seconds, e.g. period = 86400 and round_seconds = 600",
+                )
         if self.model == "trace" and not self.trace:
             raise FieldError(
                 "availability.trace",

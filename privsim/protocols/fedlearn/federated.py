@@ -10,7 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from privsim.protocols.fedlearn.config import DatasetConfig, ModelConfig, TrainingConfig
+from privsim.protocols.fedlearn.cohort import Availability
+from privsim.protocols.fedlearn.config import (
+    AvailabilityConfig,
+    DatasetConfig,
+    ModelConfig,
+    TrainingConfig,
+)
 from privsim.protocols.fedlearn.data import FederatedData, LeafSynthetic, load_source
 from privsim.protocols.fedlearn.models import (
     BUILT_IN,
@@ -141,7 +147,11 @@ def check_learner(scenario: Scenario) -> int | None:
 
 def preflight_data(scenario: Scenario) -> None:
     """A real set is on disk (a missing file names ``PRIVSIM_DATA_DIR`` and the file),
-    splits into the population, and fits the model."""
+    splits into the population, and fits the model; an availability trace is read and
+    its windows checked (both named before the first round, ``privsim validate`` too)."""
+    availability = scenario.table("availability", AvailabilityConfig)
+    if availability.model == "trace":
+        Availability.of(availability, scenario.population.clients)
     cfg = scenario.table("dataset", DatasetConfig)
     if cfg.source == "synthetic":
         return

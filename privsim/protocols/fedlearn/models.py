@@ -418,11 +418,21 @@ def _user_frames(exc: BaseException, limit: int = 3) -> str:
     return f" (at {'; '.join(frames[-limit:])})" if frames else ""
 
 
+def _shown(value: object, how: Callable[[object], str], limit: int = 300) -> str:
+    """``how(value)`` (``str`` or ``repr`` of a user's object) cut to ``limit``
+    characters; a ``__str__`` or ``__repr__`` of the user's that fails shows as such."""
+    try:
+        text = how(value)
+    except Exception as exc:  # the user's own method
+        return f"<{type(value).__name__} whose {how.__name__}() raised {type(exc).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _raised(model: str, method: str, exc: Exception) -> UserModelError:
     return UserModelError(
         model,
         method,
-        f"raised {type(exc).__name__}: {exc}{_user_frames(exc)}",
+        f"raised {type(exc).__name__}: {_shown(exc, str)}{_user_frames(exc)}",
         f"fix the model's {method} (register_model({model!r}, ...))",
     )
 
@@ -432,7 +442,7 @@ def _check_name(name: object) -> str:
         raise FieldError(
             "model.name",
             f"a model's name is a plain identifier of letters, digits, '_' and '-' "
-            f"(at most 64), got {name!r}",
+            f"(at most 64), got {_shown(name, repr, 80)}",
             "register the model under a name such as 'my_model'",
         )
     return name
@@ -456,7 +466,7 @@ def register_model(name: str, factory: Callable[..., Model]) -> None:
             name,
             "factory",
             f"must be callable (a class or function (n_features, n_classes, **options)), "
-            f"got {type(factory).__name__} {factory!r:.80}",
+            f"got {type(factory).__name__} {_shown(factory, repr, 80)}",
             "pass the model's class or a function building it",
         )
     MODELS[name] = factory
@@ -467,12 +477,19 @@ def _floats(model: str, method: str, what: str, value: object, shape: tuple[int,
     fix = f"make {method} return {what} as a finite float array of shape {shape}"
     if value is None:
         raise UserModelError(model, method, f"returned None for {what}", fix)
+    given: Any = value  # the user's object, of any type
     try:
-        out = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        complex_ = np.iscomplexobj(given)
+        out = None if complex_ else np.asarray(given, dtype=np.float64)
+    except Exception as exc:  # the user's object: ragged, or its own conversion failed
         raise UserModelError(
-            model, method, f"{what} is not a float array ({type(value).__name__}: {exc})", fix
+            model,
+            method,
+            f"{what} is not a float array ({type(value).__name__}: {_shown(exc, str)})",
+            fix,
         ) from exc
+    if out is None:  # a cast to float would drop the imaginary parts silently
+        raise UserModelError(model, method, f"{what} is complex, not real", fix)
     if out.shape != shape:
         raise UserModelError(model, method, f"{what} has shape {out.shape}, not {shape}", fix)
     if not np.isfinite(out).all():
@@ -484,6 +501,11 @@ def _floats(model: str, method: str, what: str, value: object, shape: tuple[int,
             fix + " (if training diverged, lower training.client_lr or training.server_lr)",
         )
     return out
+
+
+#: The largest label a user's ``predict`` may return: whole numbers up to here are exact
+#: as floats and as int64 (a class index is far below it).
+_LARGEST_LABEL = float(2**53)
 
 
 class CheckedModel:
@@ -503,7 +525,7 @@ class CheckedModel:
         missing = [
             m
             for m in ("init", "batch_loss_grad", "predict", "loss")
-            if not callable(getattr(inner, m, None))
+            if not callable(self._attribute(m))
         ]
         if missing:
             raise UserModelError(
@@ -512,15 +534,23 @@ class CheckedModel:
                 f"returned a {type(inner).__name__} without the method(s) {missing}",
                 "give the model init, batch_loss_grad, predict and loss (see Model)",
             )
-        n = getattr(inner, "n_params", None)
+        n = self._attribute("n_params")
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
             raise UserModelError(
                 name,
                 "n_params",
-                f"must be an integer >= 1, got {n!r:.80}",
+                f"must be an integer >= 1, got {_shown(n, repr, 80)}",
                 "set n_params to the length of the flat parameter vector",
             )
         self.n_params = int(n)
+
+    def _attribute(self, attribute: str) -> Any:
+        """The user's model's ``attribute`` (None when it has none); a property of
+        the user's that raises is named as that attribute's failure."""
+        try:
+            return getattr(self.inner, attribute, None)
+        except Exception as exc:  # the user's property: named, and chained
+            raise _raised(self.name, attribute, exc) from exc
 
     def _call(self, method: str, *args: Any) -> Any:
         try:
@@ -541,7 +571,7 @@ class CheckedModel:
             raise UserModelError(
                 self.name,
                 "batch_loss_grad",
-                f"returned {type(out).__name__} {out!r:.60}, not a pair (loss, gradient)",
+                f"returned {type(out).__name__} {_shown(out, repr, 60)}, not a pair (loss, gradient)",
                 f"return (loss of shape ({k},), gradient of shape ({k}, {self.n_params}))",
             )
         loss = _floats(self.name, "batch_loss_grad", "the loss", out[0], (k,))
@@ -551,11 +581,11 @@ class CheckedModel:
     def predict(self, params: F64, X: F64) -> I64:
         n = int(np.shape(X)[0])
         out = _floats(self.name, "predict", "the labels", self._call("predict", params, X), (n,))
-        if not np.array_equal(out, np.round(out)):
+        if not np.array_equal(out, np.round(out)) or np.any(np.abs(out) > _LARGEST_LABEL):
             raise UserModelError(
                 self.name,
                 "predict",
-                "returned labels that are not whole numbers",
+                "returned labels that are not whole numbers of at most 2^53 (class indices)",
                 f"return integer class labels of shape ({n},)",
             )
         return out.astype(np.int64)
@@ -577,7 +607,9 @@ def make_model(name: str, n_features: int, n_classes: int, **options: Any) -> Mo
 
     factory = MODELS.get(name)
     if factory is None:
-        raise FieldError("model", f"no model {name!r}", f"use one of {sorted(MODELS)}")
+        raise FieldError(
+            "model", f"no model {_shown(name, repr, 80)}", f"use one of {sorted(MODELS)}"
+        )
     if n_classes < 2:
         raise FieldError(
             "n_classes",
@@ -590,7 +622,7 @@ def make_model(name: str, n_features: int, n_classes: int, **options: Any) -> Mo
         )
     try:
         parameters = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):  # a callable without a signature: no options
+    except Exception:  # a callable without a (readable) signature: no options
         parameters = ()  # type: ignore[assignment]
     allowed = [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
     for option in options:

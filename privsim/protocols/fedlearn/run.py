@@ -117,6 +117,14 @@ def _planned(scenario: Scenario, plan: TrainingPlan, streams: Streams) -> Privac
 
 def _charge_planned(scenario: Scenario, plan: TrainingPlan, streams: Streams) -> PrivacyLedger:
     ledger = accounting.ledger_of(scenario)
+    with ledger.checked_together():  # R rounds: about log₂ R compositions, not R
+        _charge_rounds(scenario, plan, streams, ledger)
+    return ledger
+
+
+def _charge_rounds(
+    scenario: Scenario, plan: TrainingPlan, streams: Streams, ledger: PrivacyLedger
+) -> None:
     rounds = plan.training.rounds
     if plan.secure:  # a round of the planned cohort's size
         assert plan.integer is not None
@@ -134,10 +142,9 @@ def _charge_planned(scenario: Scenario, plan: TrainingPlan, streams: Streams) ->
                     "training.security_bits",
                 )
             plan.charge(ledger, r, names, secure)
-        return ledger
+        return
     for r in range(1, rounds + 1):
         plan.charge(ledger, r, ())
-    return ledger
 
 
 def _curve(running: Sequence[float], final: float) -> list[float]:

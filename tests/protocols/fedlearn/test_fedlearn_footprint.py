@@ -104,3 +104,23 @@ def test_the_example_and_the_defaults_fit() -> None:
     for fields in ({}, {"dataset.synthetic_features": 60, "dataset.synthetic_classes": 10}):
         estimate = _footprint(_scenario(fields))
         assert estimate.bytes < DEFAULT_MAX_MEMORY / 10 and estimate.seconds < 600
+
+
+def test_the_planners_cost_at_a_tiny_sampling_rate_is_estimated_naming_the_population(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """10⁹ clients with a cohort of 10 (q = 10⁻⁸), the multiplier left to the planner: its
+    z falls to about 0.03 and its PLDs took about 3 GB and 89 s, where the estimate once
+    said 4.8 s. Under 4 GiB it is refused for memory, naming the field whose growth
+    caused it."""
+    plain = set_fields(EXAMPLE, {"training.cohort": 10})
+    monkeypatch.setenv("PRIVSIM_MAX_MEMORY", "4GiB")
+    with pytest.raises(NAMED, match="of memory") as found:
+        scenario_from_dict(set_fields(plain, {"population.clients": 10**9}))
+    assert found.value.field == "population.clients"
+    assert "planner's PLDs" in str(found.value)
+    # the same population with the multiplier given: no planner, no such cost
+    given = _footprint(_scenario({"population.clients": 10**9}))
+    monkeypatch.delenv("PRIVSIM_MAX_MEMORY")
+    planned = _footprint(scenario_from_dict(set_fields(plain, {"population.clients": 10**9})))
+    assert planned.seconds > 60 and planned.bytes > 3e9 > given.bytes
