@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from typing import Any
 
 import pytest
@@ -57,3 +58,81 @@ def pytest_terminal_summary(terminalreporter, config):
 
     if TALLY_KEY in config.stash:
         terminalreporter.write_line(config.stash[TALLY_KEY].line())
+
+
+# --- pytest-xdist, when installed and asked for: python -m pytest -n 2 --dist loadfile ---
+#
+# Each test file runs whole on one worker, in order (its module fixtures are computed
+# once), except the docs test: there the unit is a page, whose blocks run in order on one
+# worker, sharing their folder and namespace, while other pages run on the other worker.
+# (xdist's own --dist loadgroup does not group under pytest 9, whose items ignore the
+# node id it rewrites; a scheduler that reads the page from the node id needs no marks.)
+
+_DOCS_PAGE = "docs page "
+_DOCS_BLOCK = re.compile(r"^tests/test_docs\.py::test_block\[(?P<page>.+):\d+\]$")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist", "no") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileOrDocsPageScheduling(LoadFileScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            block = _DOCS_BLOCK.match(nodeid)
+            if block:
+                return f"{_DOCS_PAGE}{block['page']}"
+            return super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node):
+            # The files first (those with most tests first, as xdist orders them), the
+            # docs pages last: many small units, which keep both workers busy to the end
+            # instead of one worker finishing a file of a few long tests alone.
+            if not self.ordered:
+                self.ordered = True
+                units = sorted(
+                    self.workqueue.items(),
+                    key=lambda unit: (unit[0].startswith(_DOCS_PAGE), -len(unit[1])),
+                )
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    return FileOrDocsPageScheduling(config, log)
+
+
+def pytest_sessionfinish(session):
+    """On an xdist worker: hand the docs tally to the controller (pytest_testnodedown)."""
+    from tests.docs_blocks import TALLY_KEY
+
+    config = session.config
+    if hasattr(config, "workeroutput") and TALLY_KEY in config.stash:
+        tally = config.stash[TALLY_KEY]
+        config.workeroutput["docs_tally"] = {
+            "ran": dict(tally.ran),
+            "failed": list(tally.failed),
+            "slow_ran": sorted(tally.slow_ran),
+            "skipped": tally.skipped,
+            "slow": tally.slow,
+        }
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """On the xdist controller: add each worker's docs tally to the session's."""
+    from tests.docs_blocks import TALLY_KEY, Tally
+
+    part = getattr(node, "workeroutput", {}).get("docs_tally")
+    if part is None:
+        return
+    stash = node.config.stash
+    if TALLY_KEY not in stash:
+        # the counts of blocks marked skip or slow are the collection's, the same on every worker
+        stash[TALLY_KEY] = Tally(skipped=part["skipped"], slow=part["slow"])
+    tally = stash[TALLY_KEY]
+    tally.ran.update(part["ran"])
+    tally.failed.extend(part["failed"])
+    tally.slow_ran.update(part["slow_ran"])

@@ -6,6 +6,7 @@ test, which picks it up from the registry like any built-in protocol."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -65,6 +66,8 @@ def test_the_contract_holds_for_the_plugin(plugin_env, tmp_path):
             "-q",
             "-p",
             "no:cacheprovider",
+            # in one process, whatever -n the outer run was given (pytest-xdist)
+            *(["-n", "0"] if importlib.util.find_spec("xdist") else []),
             "-k",
             "noisy_sum",
             str(ROOT / "tests" / "test_contract.py"),

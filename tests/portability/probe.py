@@ -4,6 +4,9 @@ times, floats by their bytes). Run as a script by tests/portability: the parent 
 environment (NumPy's CPU dispatch, worker processes) and compares what children print.
 
     python tests/portability/probe.py '{"scenario": "quickstart", "set": {...}, "seed": 1}'
+
+Given a JSON list of such specs, it runs them one after the other in this one process
+and prints the list of their outputs (one interpreter's start-up for several runs).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ def _trace_digest(world: Any) -> str:
     return h.hexdigest()
 
 
-def main(spec: dict[str, Any]) -> None:
+def main(spec: dict[str, Any] | list[dict[str, Any]]) -> None:
     import privsim
     from privsim.sim import world as world_module
 
@@ -38,14 +41,22 @@ def main(spec: dict[str, Any]) -> None:
         digests.append(_trace_digest(self))
 
     world_module.World.run = run  # type: ignore[method-assign]
-    if spec.get("legacy_exp"):  # the old, machine-dependent path (the test of the test)
+    specs = spec if isinstance(spec, list) else [spec]
+    if any(s.get("legacy_exp") for s in specs):
+        if not all(s.get("legacy_exp") for s in specs):
+            raise SystemExit("legacy_exp patches the process: give it to every spec or none")
+        # the old, machine-dependent path (the test of the test)
         from privsim.sim import portable
 
         portable.exp = np.exp  # type: ignore[assignment]
         portable.exp_one = lambda x: float(np.exp(np.float64(x)))  # (one message's latency)
-    scenario = privsim.builtin_scenario(spec["scenario"]).replace(spec.get("set", {}))
-    result = privsim.run(scenario, seed=spec["seed"])
-    json.dump({"traces": digests, "result": result.to_dict()}, sys.stdout)
+    outputs = []
+    for one in specs:
+        digests.clear()
+        scenario = privsim.builtin_scenario(one["scenario"]).replace(one.get("set", {}))
+        result = privsim.run(scenario, seed=one["seed"])
+        outputs.append({"traces": list(digests), "result": result.to_dict()})
+    json.dump(outputs if isinstance(spec, list) else outputs[0], sys.stdout)
 
 
 if __name__ == "__main__":

@@ -85,31 +85,48 @@ def under_both_dispatches(script: str, *args: str) -> list[str]:
 
 
 def probe(name: str, *, limited: bool = False, processes: int = 1, legacy: bool = False) -> Any:
-    spec = {"scenario": name, "set": SCENARIOS[name], "seed": SEED, "legacy_exp": legacy}
+    return probe_all([name], limited=limited, processes=processes, legacy=legacy)[name]
+
+
+def probe_all(
+    names: list[str], *, limited: bool = False, processes: int = 1, legacy: bool = False
+) -> dict[str, Any]:
+    """Each scenario of ``names``, run in that order in one child process: {name: output}."""
+    specs = [
+        {"scenario": name, "set": SCENARIOS[name], "seed": SEED, "legacy_exp": legacy}
+        for name in names
+    ]
     done = subprocess.run(
-        [sys.executable, str(PROBE), json.dumps(spec)],
+        [sys.executable, str(PROBE), json.dumps(specs)],
         env=_environment(limited=limited, processes=processes),
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=300 * len(specs),
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+    return dict(zip(names, json.loads(done.stdout), strict=True))
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[tuple[str, str], Any]:
-    """Every scenario under three set-ups, two children at a time."""
+    """Every scenario under three set-ups, two children at a time: one child per set-up
+    runs every scenario (one interpreter's start-up, not seven). The set-ups compared
+    with "full" run the scenarios in the reverse order, so that anything one run left
+    behind in its process for the next would show as a difference too."""
     setups = {
-        "full": {"limited": False, "processes": 1},
-        "limited": {"limited": True, "processes": 1},
-        "two-workers": {"limited": False, "processes": 2},
+        "full": {"limited": False, "processes": 1, "order": 1},
+        "limited": {"limited": True, "processes": 1, "order": -1},
+        "two-workers": {"limited": False, "processes": 2, "order": -1},
     }
-    jobs = [(name, setup) for name in SCENARIOS for setup in setups]
+
+    def job(setup: dict[str, Any]) -> dict[str, Any]:
+        names = sorted(SCENARIOS)[:: setup["order"]]
+        return probe_all(names, limited=setup["limited"], processes=setup["processes"])
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        outs = pool.map(lambda job: probe(job[0], **setups[job[1]]), jobs)
-        return dict(zip(jobs, outs, strict=True))
+        outs = dict(zip(setups, pool.map(job, setups.values()), strict=True))
+    return {(name, setup): outs[setup][name] for name in SCENARIOS for setup in setups}
 
 
 def _assert_same_run(a: Any, b: Any, what: str) -> None:

@@ -1,9 +1,18 @@
 """The same study gives the same rows on any executor: local worker processes and an
 in-process Dask cluster, for every protocol's built-in scenario (one cell, two
 replications). Rows are compared whole, timings aside, to the bit: both executors run the
-same ``run`` on the same CPU, and a row is a pure function of (scenario, seed)."""
+same ``run`` on the same CPU, and a row is a pure function of (scenario, seed).
+
+The module's sweeps share one in-process Dask cluster, made as ``--scheduler local``
+makes its own (two single-threaded worker processes) and reached at its address: a
+cluster's start-up (about 10 s: two fresh interpreters importing privsim) is paid once,
+not per study. ``--scheduler local`` itself, creating and closing its cluster, is
+tests/studies/test_studies.py::test_dask_local_cluster_gives_the_same_rows_as_the_process_pool.
+"""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 import tomli_w
@@ -13,6 +22,22 @@ from privsim.studies import ResultStore, load_study
 from privsim.studies.store import rows_without_timing
 from privsim.studies.sweep import sweep
 from tests.portability.test_cross_cpu import SCENARIOS
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    """The address of an in-process Dask cluster of two worker processes, as
+    ``DaskExecutor("local", 2)`` starts (privsim/studies/executors.py)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        yield cluster.scheduler_address
 
 
 def _study(tmp_path, name):
@@ -31,17 +56,19 @@ def _study(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_local_processes_and_a_dask_cluster_give_the_same_rows(tmp_path, name):
+def test_local_processes_and_a_dask_cluster_give_the_same_rows(tmp_path, name, dask_scheduler):
     study = _study(tmp_path, name)
     sweep(study, tmp_path / "processes", workers=2, progress=None)
-    sweep(study, tmp_path / "dask", scheduler="local", workers=2, progress=None)
+    sweep(study, tmp_path / "dask", scheduler=dask_scheduler, workers=2, progress=None)
     with ResultStore(tmp_path / "processes") as a, ResultStore(tmp_path / "dask") as b:
         rows, again = rows_without_timing(a.rows()), rows_without_timing(b.rows())
     assert len(rows) == 2
     assert rows == again
 
 
-def test_the_threat_study_of_training_gives_the_same_rows_with_1_and_2_workers(tmp_path):
+def test_the_threat_study_of_training_gives_the_same_rows_with_1_and_2_workers(
+    tmp_path, dask_scheduler
+):
     """Every attack on training (the cases of privsim/studies/fedlearn-threats.toml, at
     one coalition size and without noise, where each attack recovers something) gives
     the same rows, attack sections included, with one worker process, two, and an
@@ -60,7 +87,7 @@ def test_the_threat_study_of_training_gives_the_same_rows_with_1_and_2_workers(t
     study = load_study(path)
     sweep(study, tmp_path / "one", workers=1, progress=None)
     sweep(study, tmp_path / "two", workers=2, progress=None)
-    sweep(study, tmp_path / "dask", scheduler="local", workers=2, progress=None)
+    sweep(study, tmp_path / "dask", scheduler=dask_scheduler, workers=2, progress=None)
     with (
         ResultStore(tmp_path / "one") as a,
         ResultStore(tmp_path / "two") as b,

@@ -4,14 +4,17 @@ sweep must refuse, and the temporary files of a killed creation never pile up.""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +53,108 @@ def _sweep_command(study: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "privsim", "sweep", str(study), *out_and_workers]
 
 
-def _wait_for_lock(proc: subprocess.Popen[bytes], out: Path) -> bool:
+#: A parent process that has done what ``privsim sweep STUDY`` does before it takes its
+#: directory lock (import privsim, load and validate the study: some 4 s of start-up) and
+#: then, for each JSON line ``[stderr path, script, *argv]`` on its stdin, forks a child
+#: that runs ``script`` with ``sys.argv = ["-c", *argv]`` in a session of its own (as
+#: ``start_new_session``), stdin and stdout on /dev/null and stderr to the file; it prints
+#: the child's pid, then, once the child has ended, its exit status as Popen reports one.
+#: So each killed sweep is a real process (killed with its workers by ``kill -9`` of its
+#: group) that reaches its lock in milliseconds instead of a Python start-up; the sweeps
+#: that must finish still run as ``python -m privsim``.
+_FORK_SERVER = """
+import atexit, json, os, sys, traceback
+from privsim.cli import main
+from privsim.studies import load_study
+import privsim.studies.sweep
+
+load_study(sys.argv[1])
+for line in sys.stdin:
+    err, script, *argv = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+            sys.argv = ["-c", *argv]
+            try:
+                exec(compile(script, "<forked>", "exec"), {"__name__": "__main__"})
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (exc.code is not None)
+            except BaseException:
+                traceback.print_exc()
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    print(pid, flush=True)
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+"""
+
+#: What ``python -m privsim ARGS`` runs.
+_PRIVSIM_MAIN = "import sys\nfrom privsim.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+
+
+class _ForkServer:
+    """:data:`_FORK_SERVER` as a child process of the test."""
+
+    def __init__(self, study: Path, directory: Path) -> None:
+        self.directory = directory
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _FORK_SERVER, str(study)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.started = 0
+
+    def start(self, script: str, *argv: str) -> _Forked:
+        self.started += 1
+        err = self.directory / f"forked-{self.started}.err"
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps([str(err), script, *argv]) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"the fork server ended ({self.proc.wait()})")
+        return _Forked(int(line), err, self.proc.stdout)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+class _Forked:
+    """A child of the fork server, with what the tests use of a Popen: ``pid``,
+    ``poll()``, ``returncode`` and ``communicate()`` (stderr)."""
+
+    def __init__(self, pid: int, err: Path, status_from: Any) -> None:
+        self.pid, self.err, self.returncode = pid, err, None
+        self._ended = threading.Event()
+
+        def read_status() -> None:
+            self.returncode = int(status_from.readline())
+            self._ended.set()
+
+        threading.Thread(target=read_status, daemon=True).start()
+
+    def poll(self) -> int | None:
+        return self.returncode if self._ended.is_set() else None
+
+    def communicate(self, timeout: float = 600) -> tuple[None, bytes]:
+        if not self._ended.wait(timeout):
+            raise AssertionError(f"the forked sweep (pid {self.pid}) still running")
+        return None, self.err.read_bytes()
+
+
+def _wait_for_lock(proc: subprocess.Popen[bytes] | _Forked, out: Path) -> bool:
     """Wait until ``proc`` holds the directory lock (``sweep.lock`` names its pid); False if
     it ended first."""
     lock, mine = out / LOCK_NAME, f"{proc.pid}\n"
@@ -67,12 +171,11 @@ def _wait_for_lock(proc: subprocess.Popen[bytes], out: Path) -> bool:
     return False
 
 
-def _run_and_kill(cmd: list[str], out: Path, after: float) -> str:
-    """Start the sweep, SIGKILL its process group ``after`` seconds after it took the lock;
-    what the kill left in ``out``."""
-    proc = subprocess.Popen(
-        cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+def _run_and_kill(server: _ForkServer, args: list[str], out: Path, after: float) -> str:
+    """Start the sweep ``privsim ARGS`` (a child of ``server``, in a session of its own),
+    SIGKILL its process group ``after`` seconds after it took the lock; what the kill left
+    in ``out``."""
+    proc = server.start(_PRIVSIM_MAIN, *args)
     if _wait_for_lock(proc, out):
         time.sleep(after)
         if proc.poll() is None:  # else it finished first: its group is gone
@@ -97,8 +200,12 @@ def test_a_sweep_killed_at_random_instants_resumes_to_the_uninterrupted_rows(tmp
     study = _study_file(tmp_path, GRID, replications=REPLICATIONS)
     out = tmp_path / "killed"
     cmd = _sweep_command(study, out)
-    # each sweep resumes what the kill before it left (a refused store fails it)
-    landed = [_run_and_kill(cmd, out, after) for after in _kill_instants()]
+    server = _ForkServer(study, tmp_path)
+    try:
+        # each sweep resumes what the kill before it left (a refused store fails it)
+        landed = [_run_and_kill(server, cmd[3:], out, after) for after in _kill_instants()]
+    finally:
+        server.close()
     finished = subprocess.run(cmd, capture_output=True, text=True)
     assert finished.returncode == 0, finished.stderr
     assert sorted(p.name for p in out.iterdir()) == [DB_NAME, "study.json", LOCK_NAME]
