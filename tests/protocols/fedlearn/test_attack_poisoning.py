@@ -132,7 +132,12 @@ def test_the_malicious_clients_join_the_coalition_and_are_reported() -> None:
     report = t.attack["poisoning"]
     assert report["name"] == "poisoning" and report["kind"] == "scale"
     assert report["share"] == 0.1 and report["malicious"] == 6
-    assert report["malicious_rounds_sent"] >= 0
+    # every picked malicious client is online here (no faults, always available): each
+    # sends one poisoned update, so the rounds' picked colluders are exactly those sent
+    # (3 at this seed, all in the last round)
+    assert t.coalition == poisoner.malicious
+    assert all(r.picked == r.online for r in t.records)
+    assert report["malicious_rounds_sent"] == sum(r.colluding for r in t.records) > 0
     from privsim.protocols.fedlearn.report import attack_lines
 
     assert attack_lines(t.attack) == [
