@@ -125,23 +125,15 @@ def flatten_result(result: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-#: The nested sections of a result's ``attack`` kept in a study's rows: the poisoning
-#: figures and the dropout-isolation routes' counts.
-ATTACK_SECTIONS = ("poisoning", "routes")
-
-
 def _attack(a: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """An attack's scalar figures, with those of its sections :data:`ATTACK_SECTIONS`
-    (the store flattens them to dotted columns); its list of rounds recovered as their
-    count; per-client figures and other lists left out (a column per client)."""
+    """An attack's scalar figures, and its list of rounds recovered as their count;
+    nested sections, per-client figures and other lists left out (a protocol keeps
+    the sections it wants through its ``flatten``)."""
     if not a:
         return None
-    out: dict[str, Any] = {}
-    for k, v in a.items():
-        if isinstance(v, Mapping) and k in ATTACK_SECTIONS:
-            out[k] = _attack(v) or {}
-        elif isinstance(v, (int, float, str, bool)) or v is None:
-            out[k] = v
+    out: dict[str, Any] = {
+        k: v for k, v in a.items() if isinstance(v, (int, float, str, bool)) or v is None
+    }
     if isinstance(a.get("rounds_recovered"), list):
         out["rounds_recovered"] = len(a["rounds_recovered"])
     return out

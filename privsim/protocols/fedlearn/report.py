@@ -156,21 +156,41 @@ def empirical_lines(empirical: Mapping[str, Any], claimed: Any = None) -> list[s
     return [head, fit, *([f"            caveat: {caveat}"] if caveat else [])]
 
 
+#: The nested sections of a result's ``attack`` kept in a study's rows (the store
+#: flattens them to dotted columns such as ``attack.poisoning.malicious_rounds_sent``):
+#: the poisoning figures and the dropout-isolation routes' counts.
+ATTACK_SECTIONS = ("poisoning", "routes")
+
+
+def _scalars(section: Mapping[str, Any]) -> dict[str, Any]:
+    """A section's scalar figures (lists and deeper tables left out)."""
+    return {k: v for k, v in section.items() if isinstance(v, (int, float, str, bool)) or v is None}
+
+
 def flatten(result: Mapping[str, Any]) -> dict[str, Any]:
     """fedlearn's own study columns (the common sections, the claimed
-    ``privacy.achieved_epsilon`` among them, are flattened for every protocol): with
-    canaries, the empirical ε (:data:`EMPIRICAL_COLUMN`), the canaries, their
-    canary-rounds, their mean cosine and their crowding ρ; nothing without."""
+    ``privacy.achieved_epsilon`` and the attack's scalar figures among them, are
+    flattened for every protocol): the scalar figures of the attack's sections
+    :data:`ATTACK_SECTIONS`; with canaries, the empirical ε (:data:`EMPIRICAL_COLUMN`),
+    the canaries, their canary-rounds, their mean cosine and their crowding ρ."""
+    out: dict[str, Any] = {}
+    attack = result.get("attack")
+    if isinstance(attack, Mapping):
+        sections = {
+            k: _scalars(v)
+            for k, v in attack.items()
+            if k in ATTACK_SECTIONS and isinstance(v, Mapping)
+        }
+        if sections:
+            out["attack"] = sections
     own = result.get(result["protocol"]) or {}
     empirical = own.get("empirical")
-    if not isinstance(empirical, Mapping):
-        return {}
-    return {
-        result["protocol"]: {
+    if isinstance(empirical, Mapping):
+        out[result["protocol"]] = {
             "empirical_epsilon": empirical.get("epsilon"),
             "canaries": empirical.get("canaries"),
             "canary_rounds": empirical.get("canary_rounds"),
             "canary_mean_cosine": empirical.get("mean_cosine"),
             "canary_crowding": empirical.get("crowding"),
         }
-    }
+    return out
