@@ -60,6 +60,26 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(config.stash[TALLY_KEY].line())
 
 
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    """The address of an in-process Dask cluster of two single-threaded worker processes,
+    as ``DaskExecutor("local", 2)`` starts (privsim/studies/executors.py), shared by the
+    module's tests: a cluster's start-up (two fresh interpreters importing privsim) is
+    paid once."""
+    import logging
+
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
 # --- pytest-xdist, when installed and asked for: python -m pytest -n 2 --dist loadfile ---
 #
 # Each test file runs whole on one worker, in order (its module fixtures are computed

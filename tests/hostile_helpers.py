@@ -3,10 +3,13 @@ a hang turned into a failure."""
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from hypothesis import HealthCheck, settings
 
 
 class Hang(BaseException):
@@ -28,3 +31,17 @@ def deadline(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def hostile_settings(variable: str, examples: int) -> settings:
+    """Hypothesis settings of a hostile suite: ``examples`` cases unless the environment
+    ``variable`` says how many, derandomized (the same cases on every run), no example
+    database, and no deadline (a hang is caught by :func:`deadline`; wall times vary
+    between machines)."""
+    return settings(
+        max_examples=int(os.environ.get(variable, str(examples))),
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )

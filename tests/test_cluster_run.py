@@ -7,7 +7,6 @@ sweep's are."""
 from __future__ import annotations
 
 import json
-import logging
 
 import pytest
 
@@ -22,19 +21,6 @@ from tests.conftest import make_scenario
 from tests.kit.test_share_pool import _fingerprint
 
 distributed = pytest.importorskip("distributed")
-
-
-@pytest.fixture(scope="module")
-def cluster_address():
-    """A LocalCluster of two single-threaded worker processes, shared by the module."""
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    ) as cluster:
-        yield cluster.scheduler_address
 
 
 def _executed(client) -> int:
@@ -58,13 +44,13 @@ def _scenario(shares: str, encryption: str):
 @pytest.mark.parametrize("encryption", ["none", "aes-gcm"])
 @pytest.mark.parametrize("shares", ["full", "seeded", "shamir"])
 def test_a_round_on_the_cluster_releases_the_same_bytes(
-    shares, encryption, cluster_address, monkeypatch
+    shares, encryption, dask_scheduler, monkeypatch
 ):
     scenario = _scenario(shares, encryption)
     monkeypatch.setenv(pool.ENV, "1")
     alone = _fingerprint(simulate(scenario, seed=5))
     monkeypatch.setattr(pool, "MIN_SECONDS", 0.0)  # a small round goes to the workers too
-    with on_cluster(cluster_address) as cluster:
+    with on_cluster(dask_scheduler) as cluster:
         assert cluster.workers == 2
         before = _executed(cluster.client)
         sharded = simulate(scenario, seed=5)
@@ -75,11 +61,11 @@ def test_a_round_on_the_cluster_releases_the_same_bytes(
     assert _fingerprint(sharded) == alone
 
 
-def test_the_api_runs_on_a_cluster_with_the_same_result(cluster_address, monkeypatch):
+def test_the_api_runs_on_a_cluster_with_the_same_result(dask_scheduler, monkeypatch):
     scenario = _scenario("full", "none")
     local = without_timing(run(scenario, 3).to_dict())
     monkeypatch.setattr(pool, "MIN_SECONDS", 0.0)
-    remote = without_timing(run(scenario, 3, scheduler=cluster_address).to_dict())
+    remote = without_timing(run(scenario, 3, scheduler=dask_scheduler).to_dict())
     assert json.dumps(remote, sort_keys=True) == json.dumps(local, sort_keys=True)
 
 
@@ -91,10 +77,10 @@ def test_an_unreachable_scheduler_is_a_named_error(monkeypatch):
             pass
 
 
-def test_the_cli_runs_on_a_cluster(cluster_address, tmp_path, capsys):
+def test_the_cli_runs_on_a_cluster(dask_scheduler, tmp_path, capsys):
     from privsim.cli import main
 
-    code = main(["run", "quickstart", "--scheduler", cluster_address, "--out", str(tmp_path)])
+    code = main(["run", "quickstart", "--scheduler", dask_scheduler, "--out", str(tmp_path)])
     assert code == 0
     [written] = list(tmp_path.glob("*.json"))
     local = tmp_path / "local"
@@ -130,7 +116,7 @@ def test_the_cli_refuses_tls_files_without_a_tls_scheduler(tmp_path, capsys):
     assert "tls://" in capsys.readouterr().err
 
 
-def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(cluster_address, monkeypatch):
+def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(dask_scheduler, monkeypatch):
     from privsim.kit.secagg import round as secagg_round
     from privsim.protocols.secagg import run as secagg_run
 
@@ -144,7 +130,7 @@ def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(cluster_addr
     monkeypatch.setenv(pool.ENV, "1")
     alone = secagg_run.simulate(scenario, seed=2)
     monkeypatch.setattr(secagg_round, "MIN_AGREEMENTS_FOR_PROCESSES", 0)
-    with on_cluster(cluster_address) as cluster:
+    with on_cluster(dask_scheduler) as cluster:
         before = _executed(cluster.client)
         sharded = secagg_run.simulate(scenario, seed=2)
         ran = _executed(cluster.client) - before
@@ -154,7 +140,7 @@ def test_a_secagg_plus_round_on_the_cluster_releases_the_same_bytes(cluster_addr
 
 
 def test_a_batched_secagg_plus_round_on_the_cluster_is_the_per_client_round(
-    cluster_address, monkeypatch
+    dask_scheduler, monkeypatch
 ):
     """Clients as a batched population, their cryptography in shards on the cluster:
     the release, live sets and every message's size, times and fate are those of the
@@ -184,7 +170,7 @@ def test_a_batched_secagg_plus_round_on_the_cluster_is_the_per_client_round(
     monkeypatch.setenv(pool.ENV, "1")
     alone = secagg_run.simulate(scenario("per_client"), seed=3)
     monkeypatch.setattr(secagg_round, "MIN_AGREEMENTS_FOR_PROCESSES", 0)
-    with on_cluster(cluster_address) as cluster:
+    with on_cluster(dask_scheduler) as cluster:
         before = _executed(cluster.client)
         sharded = secagg_run.simulate(scenario("batched"), seed=3)
         ran = _executed(cluster.client) - before

@@ -33,7 +33,7 @@ from privsim.scenarios.errors import FieldError, ScenarioError
 from privsim.scenarios.schema import Scenario
 from privsim.sim.ledger import BudgetExceededError
 from privsim.studies.study import StudyError, study_from_dict
-from tests.hostile_helpers import Hang, deadline
+from tests.hostile_helpers import Hang, deadline, hostile_settings
 
 ROOT = Path(__file__).resolve().parent.parent / "privsim"
 SCENARIO_FILES = sorted((ROOT / "scenarios").glob("*.toml"))
@@ -401,13 +401,7 @@ def _study_inputs() -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
     )
 
 
-CI = settings(
-    max_examples=int(os.environ.get("PRIVSIM_HOSTILE_EXAMPLES", "600")),
-    deadline=None,  # a hang is caught by deadline(); wall times vary between machines
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+CI = hostile_settings("PRIVSIM_HOSTILE_EXAMPLES", 600)
 
 
 @CI

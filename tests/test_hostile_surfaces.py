@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pytest
 import tomli_w
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -56,16 +56,10 @@ from privsim.scenarios.checks import (
 from privsim.scenarios.convert import set_fields
 from privsim.scenarios.errors import FieldError, ScenarioError
 from privsim.sim.ledger import BudgetExceededError
-from tests.hostile_helpers import Hang, deadline
+from tests.hostile_helpers import Hang, deadline, hostile_settings
 from tests.test_hostile import _explained
 
-CI = settings(
-    max_examples=int(os.environ.get("PRIVSIM_HOSTILE_SURFACES_EXAMPLES", "40")),
-    deadline=None,  # a hang is caught by deadline(); each example is also timed
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+CI = hostile_settings("PRIVSIM_HOSTILE_SURFACES_EXAMPLES", 40)
 #: An example taking longer than this is a hang (SIGALRM); one past SLOW fails too.
 HANG = 60
 SLOW = 20.0

@@ -12,8 +12,6 @@ tests/studies/test_studies.py::test_dask_local_cluster_gives_the_same_rows_as_th
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 import tomli_w
 
@@ -22,22 +20,6 @@ from privsim.studies import ResultStore, load_study
 from privsim.studies.store import rows_without_timing
 from privsim.studies.sweep import sweep
 from tests.portability.test_cross_cpu import SCENARIOS
-
-
-@pytest.fixture(scope="module")
-def dask_scheduler():
-    """The address of an in-process Dask cluster of two worker processes, as
-    ``DaskExecutor("local", 2)`` starts (privsim/studies/executors.py)."""
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    ) as cluster:
-        yield cluster.scheduler_address
 
 
 def _study(tmp_path, name):
