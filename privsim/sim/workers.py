@@ -26,9 +26,7 @@ caller's (a Dask cluster's, say) instead.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
@@ -260,32 +258,11 @@ class Pool:
             if inner.cancel() or abort:
                 outer.cancel()
         if abort and self._owned:
-            self._kill()
+            self._inner.shutdown(wait=True, kill_workers=True)  # type: ignore[call-arg]
         if self._usage:
             WorkerUsage.peak_bytes = max(peak for peak, _ in self._usage.values())
             WorkerUsage.cpu_seconds = tuple(cpu for _, cpu in self._usage.values())
 
-    def _kill(self) -> None:
-        """Kill privsim's workers and wait until loky has reaped them, for at most
-        :data:`KILL_SECONDS`; past that (loky's manager thread stuck joining a process,
-        as on a loaded machine it can be), SIGKILL each worker and wait as long again,
-        so an interrupted run never hangs in its clean-up."""
-        manager = getattr(self._inner, "_executor_manager_thread", None)
-        pids = list(getattr(self._inner, "_processes", {}))
-        self._inner.shutdown(wait=False, kill_workers=True)  # type: ignore[call-arg]
-        if manager is None:
-            return
-        manager.join(KILL_SECONDS)
-        if manager.is_alive():
-            for pid in pids:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            manager.join(KILL_SECONDS)
-
-
-#: How long an aborted pool waits for loky to kill and reap its workers, before killing
-#: them itself (and again after).
-KILL_SECONDS = 10.0
 
 _tracker_lock = threading.Lock()
 

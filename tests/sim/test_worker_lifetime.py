@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import scenario_file
+from tests.cli.helpers import _default_sigint, scenario_file
 from tests.processes import alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -45,6 +45,9 @@ def _python(script: str, tmp_path: Path, **popen) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as at a terminal, even when the tests run in the background, where a
+        # shell starts them with SIGINT ignored (and a child would inherit that)
+        preexec_fn=_default_sigint,
         **popen,
     )
 
